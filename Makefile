@@ -1,0 +1,33 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: deps test unit lint bench demo crd clean
+
+deps:
+	@bash hack/bootstrap.sh
+
+test: deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+unit: deps
+	$(PY) -m pytest -m unit $(PYTEST_ARGS)
+
+lint: deps
+	$(VENV)/bin/ruff check operator tests benchmarks
+	$(VENV)/bin/ruff format --check operator tests benchmarks
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+crd: deps
+	$(VENV)/bin/sparkcdc crd > crds/cdcpipelines.sparkcdc.io.yaml
+	$(PY) -m sparkcdc.api.reference > docs/reference.md
+
+bench: deps
+	$(PY) benchmarks/snapshot.py
+
+demo: deps
+	$(PY) -m sparkcdc.demo
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything `make test` and `make demo` need on a fresh Debian machine:
+# MariaDB server and client (the real database the tests run against), MariaDB Connector/J,
+# Java for Spark, and a virtualenv with sparkcdc and its test and dev extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+
+need_apt=()
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
+[ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v psql >/dev/null 2>&1 && command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  # The package's own service start is refused in containers; the tests start their own servers.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+stamp="$VENV/.sparkcdc-installed"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "bootstrap: installing Python packages into $VENV"
+  "$VENV/bin/pip" install -q -e ".[dev]"
+  touch "$stamp"
+fi

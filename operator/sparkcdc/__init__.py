@@ -1,0 +1,3 @@
+"""sparkcdc: MySQL change-data-capture pipelines on Spark, run by a Kubernetes operator."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from sparkcdc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Where the replica is written. ``spec.sink`` is one of these, chosen by ``type``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import parse_qsl, urlsplit
+
+from pydantic import Field, StringConstraints, field_validator
+
+from sparkcdc.api.base import ApiModel, NonEmpty256, NonEmpty4096, SecretKeyRef, SpecError, Str64, Str1024
+from sparkcdc.api.source import TableName
+
+JDBC_SCHEMES = ("mysql", "mariadb", "postgresql")
+JDBC_DEFAULT_PORTS = {"mysql": 3306, "mariadb": 3306, "postgresql": 5432}
+# Loose on purpose: the operator's own check (below) gives the precise message; this keeps obviously
+# wrong URLs out of the apiserver, including ones that carry credentials ("user:pw@host").
+JDBC_URL_PATTERN = r"^(mysql|mariadb|postgresql)://[^/@?#]+/[^/?#]+([?].*)?$"
+_URL_EXAMPLE = "mysql://host:3306/database"
+
+ColumnList = Annotated[list[Str64], Field(min_length=1, max_length=16)]
+
+
+class JdbcUrl:
+    """The parts of a validated ``jdbc`` sink URL."""
+
+    def __init__(self, scheme: str, host: str, port: int, database: str, params: dict[str, str]) -> None:
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.database = database
+        self.params = params
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.scheme == "postgresql"
+
+    @property
+    def jdbc_url(self) -> str:
+        """The URL for a JDBC driver; MySQL and MariaDB both use the ``jdbc:mysql`` form (see DESIGN §4)."""
+        prefix = "jdbc:postgresql" if self.is_postgres else "jdbc:mysql"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{prefix}://{host}:{self.port}/{self.database}"
+
+    def __repr__(self) -> str:
+        return f"JdbcUrl({self.scheme}://{self.host}:{self.port}/{self.database})"
+
+
+def parse_jdbc_url(url: str) -> JdbcUrl:
+    """Split a sink URL into its parts. Messages never repeat the URL: it might hold a password."""
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        raise SpecError(f"must be a URL like {_URL_EXAMPLE}")
+    if scheme not in JDBC_SCHEMES:
+        raise SpecError(
+            f"unsupported scheme {scheme[:20]!r}; expected a URL starting with mysql://, mariadb:// or postgresql://"
+        )
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        raise SpecError("must not contain a user name or password; use user and passwordSecretRef")
+    try:
+        port = parts.port
+    except ValueError:
+        raise SpecError(f"has an invalid port; expected a URL like {_URL_EXAMPLE}") from None
+    host = parts.hostname
+    if not host:
+        raise SpecError(f"has no host; expected a URL like {_URL_EXAMPLE}")
+    database = parts.path.lstrip("/")
+    if not database or "/" in database:
+        raise SpecError(f"must name one database; expected a URL like {_URL_EXAMPLE}")
+    if parts.fragment:
+        raise SpecError(f"must not have a #fragment; expected a URL like {_URL_EXAMPLE}")
+    return JdbcUrl(
+        scheme=scheme,
+        host=host,
+        port=port if port is not None else JDBC_DEFAULT_PORTS[scheme],
+        database=database,
+        params=dict(parse_qsl(parts.query)),
+    )
+
+
+class JdbcSink(ApiModel):
+    """A MySQL, MariaDB or PostgreSQL database that holds the replica tables."""
+
+    type: Literal["jdbc"] = Field(description="Sink kind.")
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] = Field(
+        description="mysql://, mariadb:// or postgresql:// URL with host, optional port and database, "
+        "e.g. mysql://replica:3306/shop_replica; no credentials.",
+        json_schema_extra={"pattern": JDBC_URL_PATTERN},
+    )
+    user: NonEmpty256 = Field(description="Database user of the sink.")
+    password_secret_ref: SecretKeyRef = Field(description="The sink user's password.")
+    batch_rows: int = Field(default=1000, gt=0, le=1_000_000, description="Rows per multi-row statement.")
+    create_tables: bool = Field(default=True, description="Create missing replica tables.")
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        parse_jdbc_url(url)
+        return url
+
+    @property
+    def parsed_url(self) -> JdbcUrl:
+        return parse_jdbc_url(self.url)
+
+    @property
+    def scheme(self) -> str:
+        return self.parsed_url.scheme
+
+    @property
+    def host(self) -> str:
+        return self.parsed_url.host
+
+    @property
+    def port(self) -> int:
+        return self.parsed_url.port
+
+    @property
+    def database(self) -> str:
+        return self.parsed_url.database
+
+
+class DeltaSink(ApiModel):
+    """Delta Lake tables, one per source table, below ``path``."""
+
+    type: Literal["delta"] = Field(description="Sink kind.")
+    path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")
+    partition_by: dict[TableName, ColumnList] = Field(
+        default_factory=dict,
+        max_length=1024,
+        description='Partition columns per table, keyed by "db.table".',
+    )
+    table_properties: dict[str, Str1024] = Field(
+        default_factory=dict, max_length=64, description="Delta table properties set on created tables."
+    )
+    change_data_feed: bool = Field(default=False, description="Enable Delta's change data feed.")
+    optimize_every_commits: int = Field(
+        default=0, ge=0, description="Run OPTIMIZE after this many commits per table; 0 never."
+    )
+
+
+class ChangelogSink(ApiModel):
+    """JSON lines, one change per line (see DESIGN §2), below ``path``."""
+
+    type: Literal["changelog"] = Field(description="Sink kind.")
+    path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")
+
+
+class ConsoleSink(ApiModel):
+    """Prints changes to the driver's standard output; for trying things out."""
+
+    type: Literal["console"] = Field(description="Sink kind.")
+    max_rows_per_table: int = Field(
+        default=20, gt=0, le=1_000_000, description="Rows printed per table and batch."
+    )
+
+
+Sink = Annotated[JdbcSink | DeltaSink | ChangelogSink | ConsoleSink, Field(discriminator="type")]
+SINK_TYPES: tuple[type[ApiModel], ...] = (JdbcSink, DeltaSink, ChangelogSink, ConsoleSink)

@@ -1,0 +1,84 @@
+"""``CdcPipeline.status``: written by the operator, except ``checkpoint`` and ``progress`` (the driver)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+
+from sparkcdc.api.base import StatusModel
+
+Phase = Literal["Pending", "Snapshotting", "Streaming", "Suspended", "Failed", "Completed"]
+PHASES: tuple[Phase, ...] = ("Pending", "Snapshotting", "Streaming", "Suspended", "Failed", "Completed")
+
+
+class Condition(StatusModel):
+    """A Kubernetes-style condition."""
+
+    type: str = Field(description="Condition type, e.g. Ready.")
+    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
+    reason: str = Field(default="", description="CamelCase reason of the last transition.")
+    message: str = Field(default="", description="Human-readable detail.")
+    last_transition_time: str | None = Field(default=None, description="RFC 3339 time status last changed.")
+    observed_generation: int | None = Field(default=None, description="Spec generation this reflects.")
+
+
+class DriverStatus(StatusModel):
+    """The current driver pod."""
+
+    pod: str | None = Field(default=None, description="Driver pod name.")
+    epoch: int = Field(
+        default=0, description="Fencing token: only the driver started with this epoch may write status."
+    )
+    restarts: int = Field(default=0, description="Driver restarts since the pipeline was created.")
+    last_failure: str | None = Field(default=None, description="Why the previous driver ended.")
+    started_at: str | None = Field(default=None, description="RFC 3339 time the driver was started.")
+
+
+class Progress(StatusModel):
+    """Progress reported by the driver with each checkpoint."""
+
+    splits_total: int = Field(default=0, description="Snapshot splits planned.")
+    splits_finished: int = Field(default=0, description="Snapshot splits committed to the sink.")
+    splits_display: str | None = Field(
+        default=None, description='"finished/total", for kubectl get. Derived when written.'
+    )
+    rows_snapshotted: int = Field(default=0, description="Rows written by the snapshot.")
+    events_applied: int = Field(default=0, description="Binlog row events applied to the sink.")
+    lag_seconds: float | None = Field(default=None, description="Age of the newest applied event.")
+    binlog_offset: str | None = Field(default=None, description="Binlog position committed (file:pos).")
+    tables: int = Field(default=0, description="Tables captured.")
+    warnings: list[str] = Field(default_factory=list, description="Conditions worth a look, newest last.")
+
+    @model_serializer(mode="wrap")
+    def _with_display(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        # Derived on every dump, so a model_copy(update=...) that changes the counts can't leave it
+        # stale, and exclude_none can't drop it.
+        data = handler(self)
+        if isinstance(data, dict) and self.splits_total > 0:
+            key = "splitsDisplay" if info.by_alias else "splits_display"
+            data[key] = f"{self.splits_finished}/{self.splits_total}"
+        return data
+
+
+class CdcPipelineStatus(StatusModel):
+    """Observed state of a pipeline."""
+
+    phase: Phase | None = Field(default=None, description="Lifecycle phase.")
+    observed_generation: int | None = Field(default=None, description="Last spec generation acted on.")
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Current conditions.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    driver: DriverStatus | None = Field(default=None, description="The driver pod.")
+    checkpoint: dict[str, Any] | None = Field(
+        default=None,
+        description="The driver's versioned checkpoint (splits, watermarks, binlog offset); opaque here.",
+    )
+    progress: Progress | None = Field(default=None, description="Progress.")
+    server_id_range: str | None = Field(default=None, description="Server ids assigned to this pipeline.")
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of this type, if present."""
+        return next((c for c in self.conditions if c.type == type_), None)

@@ -1,0 +1,81 @@
+"""The ``sparkcdc`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _cmd_crd(args: argparse.Namespace) -> int:
+    from sparkcdc.api.crd import render_crd_yaml
+
+    sys.stdout.write(render_crd_yaml())
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from sparkcdc.api.manifest import ManifestError, load_manifests
+
+    try:
+        manifest = load_manifests(args.files)
+    except ManifestError as err:
+        for line in err.messages:
+            print(line, file=sys.stderr)
+        return 1
+    for loaded in manifest.pipelines:
+        print(f"{loaded.location}: CdcPipeline {loaded.pipeline.metadata.name} is valid")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparkcdc.api.manifest import ManifestError, load_manifests
+    from sparkcdc.errors import USER_ERRORS
+    from sparkcdc.local import run_local
+
+    try:
+        manifest = load_manifests(args.files)
+    except ManifestError as err:
+        for line in err.messages:
+            print(line, file=sys.stderr)
+        return 1
+    try:
+        return run_local(manifest, Path(args.state_dir), exit_when_caught_up=args.exit_when_caught_up)
+    except USER_ERRORS as err:
+        print(f"sparkcdc: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sparkcdc: interrupted; rerun the same command to resume from the checkpoint", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sparkcdc", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    crd = sub.add_parser("crd", help="print the CdcPipeline CustomResourceDefinition")
+    crd.set_defaults(func=_cmd_crd)
+
+    validate = sub.add_parser("validate", help="validate CdcPipeline manifests and their secret references")
+    validate.add_argument("files", nargs="+")
+    validate.set_defaults(func=_cmd_validate)
+
+    run = sub.add_parser("run", help="run pipelines locally on Spark, checkpoints in --state-dir")
+    run.add_argument("files", nargs="+")
+    run.add_argument("--state-dir", default=".sparkcdc-state", help="where checkpoints are kept (default %(default)s)")
+    run.add_argument(
+        "--exit-when-caught-up",
+        action="store_true",
+        help="exit 0 once the snapshot is done and the binlog reader has reached the source position "
+        "observed at that moment, with everything committed",
+    )
+    run.set_defaults(func=_cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code

@@ -1,0 +1,1 @@
+"""Helpers for tests and demos: throwaway real services."""
