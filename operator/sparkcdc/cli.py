@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run pipelines locally on Spark, checkpoints in --state-dir")
     run.add_argument("files", nargs="+")
-    run.add_argument("--state-dir", default=".sparkcdc-state", help="where checkpoints are kept (default %(default)s)")
+    run.add_argument(
+        "--state-dir", default=".sparkcdc-state", help="where checkpoints are kept (default %(default)s)"
+    )
     run.add_argument(
         "--exit-when-caught-up",
         action="store_true",

@@ -1,0 +1,100 @@
+"""Terminal progress for ``sparkcdc run``: one bar per table, then binlog batches."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.spark.listener import PipelineListener
+from sparkcdc.spark.snapshot import SplitSummary
+
+
+class RichProgress:
+    """One live display shared by every pipeline of the run."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("splits"),
+            TextColumn("{task.fields[rows]:>10,} rows"),
+            TextColumn("{task.fields[rate]:>9,.0f} rows/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+        )
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.progress.stop()
+
+    def listener(self, pipeline: str) -> PipelineListener:
+        return _PipelineProgress(self, pipeline)
+
+
+class _PipelineProgress(PipelineListener):
+    """Splits done/total per table with rows, rows/s and ETA; a log line per binlog batch."""
+
+    def __init__(self, display: RichProgress, pipeline: str) -> None:
+        self._display = display
+        self._pipeline = pipeline
+        self._tasks: dict[TableId, TaskID] = {}
+        self._rows: dict[TableId, int] = {}
+        self._events = 0
+
+    def message(self, text: str) -> None:
+        self._display.console.log(f"[{self._pipeline}] {text}")
+
+    def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
+        with self._display.lock:
+            for table, total in sorted(totals.items()):
+                self._rows[table] = 0
+                self._tasks[table] = self._display.progress.add_task(
+                    f"{self._pipeline} {table}",
+                    total=total,
+                    completed=finished.get(table, 0),
+                    rows=0,
+                    rate=0.0,
+                )
+
+    def splits_finished(self, summaries: Sequence[SplitSummary]) -> None:
+        progress = self._display.progress
+        with self._display.lock:
+            for summary in summaries:
+                table = summary.split.table
+                task = self._tasks.get(table)
+                if task is None:
+                    continue
+                self._rows[table] += summary.rows
+                total = max(progress.tasks[task].total or 0, summary.split.index + 1)
+                elapsed = progress.tasks[task].elapsed or 0.0
+                rate = self._rows[table] / elapsed if elapsed > 0 else 0.0
+                progress.update(task, advance=1, total=total, rows=self._rows[table], rate=rate)
+
+    def batch_committed(self, events: int, offset: BinlogOffset) -> None:
+        if events:
+            self._events += events
+            self.message(f"binlog: {events} changes committed up to {offset} ({self._events} in all)")

@@ -1,0 +1,49 @@
+"""The sink contract: what the snapshot and binlog phases ask of every sink.
+
+A sink is opened inside a Spark task (snapshot splits) or in the driver (binlog batches), so
+its configuration is a small picklable object and the sink itself is created where it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import pyarrow as pa
+
+from sparkcdc.core.microbatch import ChangelogRecord, TableChanges
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.mysql.schema import TableSchema
+
+__all__ = ["ChangelogRecord", "Sink", "SinkConfig", "SinkError", "TableChanges"]
+
+
+class SinkError(RuntimeError):
+    """A sink refused a write; the message names the table and what to do."""
+
+
+class Sink(Protocol):
+    """What every sink implements."""
+
+    def prepare(self, schemas: Sequence[TableSchema]) -> None:
+        """Create or check target tables before any write; runs once in the driver."""
+
+    def write_split(
+        self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
+    ) -> None:
+        """Make the sink's rows in ``split``'s key range exactly ``data``, atomically."""
+
+    def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
+        """Apply a collapsed binlog batch for one table, idempotently."""
+
+    def close(self) -> None: ...
+
+
+class SinkConfig(Protocol):
+    """Picklable settings that know how to open their sink where they run."""
+
+    def open(self) -> Sink: ...
+
+    def describe(self) -> str:
+        """A one-line description for progress output, without secrets."""

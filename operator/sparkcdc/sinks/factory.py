@@ -1,0 +1,31 @@
+"""Turning a pipeline's ``spec.sink`` (with its password resolved) into a sink configuration."""
+
+from __future__ import annotations
+
+from sparkcdc.api.sinks import ChangelogSink, ConsoleSink, DeltaSink, JdbcSink, Sink
+from sparkcdc.sinks.base import SinkConfig, SinkError
+from sparkcdc.sinks.changelog import ChangelogSinkConfig
+from sparkcdc.sinks.console import ConsoleSinkConfig
+from sparkcdc.sinks.jdbc import JdbcSinkConfig
+
+
+def sink_config(spec: Sink, password: str | None) -> SinkConfig:
+    if isinstance(spec, JdbcSink):
+        url = spec.parsed_url
+        return JdbcSinkConfig(
+            scheme=url.scheme,
+            host=url.host,
+            port=url.port,
+            database=url.database,
+            user=spec.user,
+            password=password or "",
+            batch_rows=spec.batch_rows,
+            create_tables=spec.create_tables,
+        )
+    if isinstance(spec, ChangelogSink):
+        return ChangelogSinkConfig(spec.path)
+    if isinstance(spec, ConsoleSink):
+        return ConsoleSinkConfig(spec.max_rows_per_table)
+    if isinstance(spec, DeltaSink):
+        raise SinkError("spec.sink.type: delta is not available yet; use jdbc, changelog or console")
+    raise SinkError(f"spec.sink.type: unknown sink {type(spec).__name__}")

@@ -1,0 +1,28 @@
+"""How a running pipeline reports progress: the terminal, the CR status and metrics listen."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+
+if TYPE_CHECKING:
+    from sparkcdc.spark.snapshot import SplitSummary
+
+
+class PipelineListener:
+    """Does nothing; subclasses override what they show."""
+
+    def message(self, text: str) -> None:
+        return None
+
+    def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
+        return None
+
+    def splits_finished(self, summaries: Sequence[SplitSummary]) -> None:
+        return None
+
+    def batch_committed(self, events: int, offset: BinlogOffset) -> None:
+        return None

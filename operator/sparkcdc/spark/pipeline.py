@@ -1,0 +1,243 @@
+"""The driver's orchestration of one pipeline: discover, plan, snapshot in waves, checkpoint.
+
+This is Flink's split enumerator: it owns the assigner, hands waves of splits to Spark tasks
+and records their high watermarks in the checkpoint only after the sink committed them.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from sparkcdc.core.assigner import SnapshotSplitAssigner
+from sparkcdc.core.checkpoint import Checkpoint, decode, encode
+from sparkcdc.core.event_filter import start_offset
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
+from sparkcdc.mysql.connection import SourceError, connect
+from sparkcdc.mysql.flavor import detect_flavor
+from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
+from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.spark.listener import PipelineListener
+from sparkcdc.spark.planning import plan_table, tail_splits
+from sparkcdc.spark.runtime import PipelineRuntime
+from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
+from sparkcdc.spark.startup import startup_offset
+from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings
+from sparkcdc.state.base import CheckpointStore
+
+
+def default_server_ids(namespace: str, name: str, size: int) -> tuple[int, int]:
+    """A stable id range for a pipeline whose spec names none, away from common replica ids."""
+    slot = zlib.crc32(f"{namespace}/{name}".encode()) % 100_000
+    start = 1_000_000 + slot * 64
+    return start, start + max(1, size) - 1
+
+
+def server_id_range(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> tuple[int, int]:
+    spec = runtime.pipeline.spec
+    configured = spec.source.server_id_range()
+    if configured is not None:
+        return configured
+    if checkpoint is not None and checkpoint.server_ids is not None:
+        return checkpoint.server_ids
+    meta = runtime.pipeline.metadata
+    return default_server_ids(meta.namespace or "default", meta.name, spec.snapshot.parallelism + 1)
+
+
+def discover_tables(runtime: PipelineRuntime, conn: Any) -> dict[TableId, TableSchema]:
+    """The captured tables and their schemas; fails before anything is read."""
+    spec = runtime.pipeline.spec
+    available = list_tables(conn)
+    chosen = select_tables(spec.source.tables, available)
+    for entry in spec.source.tables:
+        if not is_table_pattern(entry) and TableId.parse(entry) not in available:
+            raise SourceError(
+                f"table {entry} named in spec.source.tables does not exist on the source "
+                f"{runtime.source.host}:{runtime.source.port} (or user {runtime.source.user!r} cannot see it)"
+            )
+        if is_table_pattern(entry) and not select_tables([entry], available):
+            raise SourceError(f"spec.source.tables entry {entry!r} matches no table on the source")
+    overrides = spec.snapshot.chunk_key_columns
+    return {t: load_table_schema(conn, t, overrides.get(str(t))) for t in chosen}
+
+
+class PipelineDriver:
+    """Runs one pipeline's snapshot phase on a Spark session; resumable from its checkpoint."""
+
+    def __init__(
+        self, runtime: PipelineRuntime, store: CheckpointStore, spark: Any, listener: PipelineListener
+    ) -> None:
+        self._runtime = runtime
+        self._store = store
+        self._spark = spark
+        self._listener = listener
+        self._snapshot = runtime.pipeline.spec.snapshot
+
+    def load_checkpoint(self) -> Checkpoint | None:
+        document = self._store.load()
+        return None if document is None else decode(document)
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        self._store.save(encode(checkpoint))
+
+    def run(
+        self, *, exit_when_caught_up: bool, should_stop: Callable[[], bool] = lambda: False
+    ) -> Checkpoint:
+        """Snapshot (per the startup mode), then stream the binlog until stopped or caught up."""
+        mode = self._runtime.pipeline.spec.startup.mode
+        if mode in ("initial", "snapshot-only"):
+            checkpoint = self.run_snapshot()
+            if mode == "snapshot-only":
+                return checkpoint
+            start = checkpoint.binlog_offset or start_offset(checkpoint.all_finished_infos())
+        else:
+            checkpoint, start = self._stream_only_start()
+        stop_at = checkpoint.snapshot_end_offset if exit_when_caught_up else None
+        return self._stream(checkpoint, start, stop_at, should_stop)
+
+    def _stream_only_start(self) -> tuple[Checkpoint, BinlogOffset]:
+        """The checkpoint and start offset of a pipeline that captures without a snapshot."""
+        checkpoint = self.load_checkpoint()
+        if checkpoint is not None and checkpoint.binlog_offset is not None:
+            return checkpoint, checkpoint.binlog_offset
+        conn = connect(self._runtime.source)
+        try:
+            flavor = detect_flavor(conn)
+            check_binlog_settings(conn)
+            discover_tables(self._runtime, conn)
+            now = current_offset(conn, flavor)
+            start = startup_offset(conn, self._runtime.pipeline.spec.startup, now)
+        finally:
+            conn.close()
+        ids = server_id_range(self._runtime, checkpoint)
+        checkpoint = replace(
+            checkpoint or Checkpoint(),
+            server_ids=ids,
+            snapshot_done=True,
+            snapshot_end_offset=now,
+            binlog_offset=start,
+        )
+        self.save(checkpoint)
+        return checkpoint, start
+
+    def _stream(
+        self,
+        checkpoint: Checkpoint,
+        start: BinlogOffset,
+        stop_at: BinlogOffset | None,
+        should_stop: Callable[[], bool],
+    ) -> Checkpoint:
+        conn = connect(self._runtime.source)
+        try:
+            schemas = discover_tables(self._runtime, conn)
+        finally:
+            conn.close()
+        ids = checkpoint.server_ids or server_id_range(self._runtime, checkpoint)
+        settings = StreamSettings(ids[0], self._runtime.pipeline.spec.binlog, stop_at)
+        sink = self._runtime.sink.open()
+        try:
+            sink.prepare(list(schemas.values()))
+            self._listener.message(f"streaming the binlog from {start}")
+            streamer = BinlogStreamer(
+                self._runtime.source, sink, schemas, settings, self._listener, self.save
+            )
+            return streamer.run(checkpoint, start, should_stop)
+        finally:
+            sink.close()
+
+    def run_snapshot(self) -> Checkpoint:
+        """Plan what is unplanned, then read waves until every split is committed."""
+        conn = connect(self._runtime.source)
+        try:
+            flavor = detect_flavor(conn)
+            check_binlog_settings(conn)
+            schemas = discover_tables(self._runtime, conn)
+            checkpoint = self.load_checkpoint()
+            ids = server_id_range(self._runtime, checkpoint)
+            checkpoint = replace(checkpoint or Checkpoint(), server_ids=ids)
+            assigner = SnapshotSplitAssigner(checkpoint)
+            self._plan_missing(conn, assigner, schemas)
+            checkpoint = assigner.to_checkpoint(checkpoint)
+            self.save(checkpoint)
+            self._prepare_sink(schemas)
+            self._listener.snapshot_planned(
+                {t: assigner.table_progress(t)[1] for t in schemas},
+                {t: assigner.table_progress(t)[0] for t in schemas},
+            )
+            checkpoint = self._run_waves(conn, assigner, schemas, checkpoint)
+            if not checkpoint.snapshot_done:
+                end = current_offset(conn, flavor)
+                checkpoint = replace(checkpoint, snapshot_done=True, snapshot_end_offset=end)
+                self.save(checkpoint)
+                self._listener.message(f"snapshot complete at binlog position {end}")
+            return checkpoint
+        finally:
+            conn.close()
+
+    def _plan_missing(
+        self, conn: Any, assigner: SnapshotSplitAssigner, schemas: Mapping[TableId, TableSchema]
+    ) -> None:
+        planned = set(assigner.tables())
+        for table, schema in schemas.items():
+            if table in planned:
+                continue
+            self._listener.message(f"planning splits of {table}")
+            assigner.add_table(table, plan_table(conn, schema, self._snapshot), key_columns=schema.chunk_key)
+
+    def _prepare_sink(self, schemas: Mapping[TableId, TableSchema]) -> None:
+        sink = self._runtime.sink.open()
+        try:
+            sink.prepare(list(schemas.values()))
+        finally:
+            sink.close()
+
+    def _run_waves(
+        self,
+        conn: Any,
+        assigner: SnapshotSplitAssigner,
+        schemas: Mapping[TableId, TableSchema],
+        checkpoint: Checkpoint,
+    ) -> Checkpoint:
+        ids = checkpoint.server_ids or (1, 1)
+        task_ids = list(range(ids[0], ids[1] + 1))[: self._snapshot.parallelism]
+        context = WaveContext(
+            self._runtime.source, self._runtime.sink, dict(schemas), self._snapshot.fetch_size
+        )
+        wave_size = len(task_ids) * self._snapshot.splits_per_task
+        checked_tails: set[TableId] = set()
+        while True:
+            wave = assigner.next_wave(wave_size)
+            tails = [s for s in wave if s.end is None and s.table not in checked_tails]
+            if tails:
+                assigner.release(wave)
+                for tail in tails:
+                    checked_tails.add(tail.table)
+                    self._resplit_grown_tail(conn, assigner, schemas[tail.table], tail)
+                wave = assigner.next_wave(wave_size)
+            if not wave:
+                return checkpoint
+            summaries = run_wave(
+                self._spark, context, plan_tasks(wave, task_ids, self._snapshot.splits_per_task)
+            )
+            assigner.on_finished([s.finished_info() for s in summaries])
+            checkpoint = assigner.to_checkpoint(checkpoint)
+            self.save(checkpoint)
+            self._listener.splits_finished(summaries)
+
+    def _resplit_grown_tail(
+        self, conn: Any, assigner: SnapshotSplitAssigner, schema: TableSchema, tail: SnapshotSplit
+    ) -> None:
+        """Cut an unbounded tail split that grew during the snapshot into chunk-sized splits
+        right before it is read, instead of loading all the new rows in one task."""
+        pieces = tail_splits(
+            conn, schema, self._snapshot.chunk_size, start=tail.start, first_index=tail.index
+        )
+        if len(pieces) > 1:
+            assigner.resplit(tail, [p.start for p in pieces[1:] if p.start is not None])
+            self._listener.message(
+                f"{tail.table} grew during the snapshot: its last split is now {len(pieces)} splits"
+            )
