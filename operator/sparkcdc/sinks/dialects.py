@@ -6,8 +6,12 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pyarrow as pa
+
+from sparkcdc.core.splits import Key
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
+from sparkcdc.sinks.sql import range_predicate
 
 if TYPE_CHECKING:
     from sparkcdc.sinks.jdbc import JdbcSinkConfig
@@ -19,9 +23,17 @@ class Dialect(Protocol):
     def begin(self, cur: Any) -> None: ...
     def create_table_sql(self, schema: TableSchema) -> str: ...
     def table_exists(self, cur: Any, table: str) -> bool: ...
-    def insert_sql(self, table: str, columns: Sequence[str]) -> str: ...
-    def adapt_row(self, row: tuple[Any, ...]) -> tuple[Any, ...]: ...
     def describe_error(self, err: Exception) -> str: ...
+    def delete_range(self, cur: Any, schema: TableSchema, start: Key | None, end: Key | None) -> None:
+        """Delete exactly the rows whose chunk key lies in ``[start, end)`` in the source's order."""
+
+    def write_table(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
+        """Insert canonical Arrow rows in the current transaction."""
+
+    def write_rows(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Insert canonical Python rows (columns ``names``) in the current transaction."""
 
 
 def _naive_utc(value: Any) -> Any:
@@ -31,7 +43,12 @@ def _naive_utc(value: Any) -> Any:
 
 
 class MySqlDialect:
-    """MySQL and MariaDB targets: the source's own column types are reused verbatim."""
+    """MySQL and MariaDB targets: the source's own column types are reused verbatim, so the
+    target orders keys exactly as the source does and a split's range DELETE is exact."""
+
+    def __init__(self, batch_rows: int = 1000) -> None:
+        self.batch_rows = batch_rows
+        self.max_stmt_length = 1024 * 1024
 
     def connect(self, config: JdbcSinkConfig) -> Any:
         import pymysql
@@ -51,7 +68,8 @@ class MySqlDialect:
                 cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.quote(config.database)}")
                 cur.execute(f"USE {self.quote(config.database)}")
                 cur.execute("SELECT @@max_allowed_packet")
-                (packet,) = cur.fetchone()
+                row = cur.fetchone()
+                packet = int(row[0]) if row else 4 * 1024 * 1024
             conn.commit()
         except pymysql.MySQLError as err:
             raise SinkError(
@@ -94,17 +112,38 @@ class MySqlDialect:
         marks = ", ".join(["%s"] * len(columns))
         return f"INSERT INTO {self.quote(table)} ({names}) VALUES ({marks})"
 
-    def adapt_row(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(_naive_utc(v) for v in row)
+    def delete_range(self, cur: Any, schema: TableSchema, start: Key | None, end: Key | None) -> None:
+        where, params = range_predicate(schema.chunk_key, start, end, self.quote)
+        cur.execute(f"DELETE FROM {self.quote(schema.table.table)} WHERE {where}", params)
+
+    def write_table(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
+        for batch in data.to_batches(max_chunksize=self.batch_rows * 10):
+            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+            self.write_rows(cur, schema, data.column_names, list(zip(*columns, strict=True)))
+
+    def write_rows(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        # executemany folds the rows into multi-row INSERTs up to max_stmt_length.
+        sql = self.insert_sql(schema.table.table, names)
+        adapted = [tuple(_naive_utc(v) for v in row) for row in rows]
+        for i in range(0, len(adapted), self.batch_rows):
+            cur.executemany(sql, adapted[i : i + self.batch_rows])
 
     def describe_error(self, err: Exception) -> str:
-        args = getattr(err, "args", ())
+        args: tuple[Any, ...] = tuple(getattr(err, "args", ()))
         if len(args) >= 2 and isinstance(args[0], int):
             return f"error {args[0]}: {args[1]}"
         return str(err) or type(err).__name__
 
 
-def dialect_for(scheme: str) -> Dialect:
+def dialect_for(scheme: str, batch_rows: int = 1000) -> Dialect:
     if scheme in ("mysql", "mariadb"):
-        return MySqlDialect()
-    raise SinkError(f"spec.sink.url: the scheme {scheme!r} is not supported yet; use mysql:// or mariadb://")
+        return MySqlDialect(batch_rows)
+    if scheme == "postgresql":
+        from sparkcdc.sinks.postgres import PostgresDialect
+
+        return PostgresDialect()
+    raise SinkError(
+        f"spec.sink.url: the scheme {scheme!r} is not supported; use mysql://, mariadb:// or postgresql://"
+    )

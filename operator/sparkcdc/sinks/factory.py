@@ -21,6 +21,7 @@ def sink_config(spec: Sink, password: str | None) -> SinkConfig:
             password=password or "",
             batch_rows=spec.batch_rows,
             create_tables=spec.create_tables,
+            params=dict(url.params),
         )
     if isinstance(spec, ChangelogSink):
         return ChangelogSinkConfig(spec.path)

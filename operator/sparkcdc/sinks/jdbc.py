@@ -9,6 +9,8 @@ transaction of deletes then upserts of last images, so replaying it converges (r
 from __future__ import annotations
 
 import contextlib
+import random
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink, SinkError, TableChanges
 from sparkcdc.sinks.dialects import Dialect, dialect_for
-from sparkcdc.sinks.sql import key_in_list_predicate, range_predicate
+from sparkcdc.sinks.sql import key_in_list_predicate
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class JdbcSinkConfig:
     password: str = field(repr=False)
     batch_rows: int = 1000
     create_tables: bool = True
+    params: dict[str, str] = field(default_factory=dict)
 
     def open(self) -> JdbcSink:
         return JdbcSink(self)
@@ -45,7 +48,7 @@ class JdbcSinkConfig:
 class JdbcSink(Sink):
     def __init__(self, config: JdbcSinkConfig) -> None:
         self._config = config
-        self._dialect: Dialect = dialect_for(config.scheme)
+        self._dialect: Dialect = dialect_for(config.scheme, config.batch_rows)
         self._conn = self._dialect.connect(config)
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
@@ -62,11 +65,18 @@ class JdbcSink(Sink):
     def write_split(
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
     ) -> None:
-        target = self._dialect.quote(schema.table.table)
-        where, params = range_predicate(schema.chunk_key, split.start, split.end, self._dialect.quote)
-        with self._transaction(schema) as cur:
-            cur.execute(f"DELETE FROM {target} WHERE {where}", params)
-            self._insert(cur, schema, data)
+        # Tasks writing adjacent ranges at once lock each other's boundary gaps (next-key locks of
+        # the DELETE), so deadlocks are expected; the transaction is redone, as InnoDB advises.
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                with self._transaction(schema) as cur:
+                    self._dialect.delete_range(cur, schema, split.start, split.end)
+                    self._dialect.write_table(cur, schema, data)
+                return
+            except SinkError as err:
+                if attempt == _WRITE_ATTEMPTS or not _is_lock_conflict(err.__cause__):
+                    raise
+                time.sleep(random.uniform(0.01, 0.05) * attempt)
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         target = self._dialect.quote(schema.table.table)
@@ -79,23 +89,7 @@ class JdbcSink(Sink):
             if changes.upserts:
                 names = [c.name for c in schema.columns]
                 rows = [tuple(row.get(n) for n in names) for row in changes.upserts.values()]
-                self._insert_rows(cur, schema, names, rows)
-
-    def _insert(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
-        if data.num_rows == 0:
-            return
-        names = data.column_names
-        for batch in data.to_batches(max_chunksize=self._config.batch_rows * 10):
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-            self._insert_rows(cur, schema, names, list(zip(*columns, strict=True)))
-
-    def _insert_rows(
-        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: list[tuple[Any, ...]]
-    ) -> None:
-        sql = self._dialect.insert_sql(schema.table.table, names)
-        adapted = [self._dialect.adapt_row(r) for r in rows]
-        for chunk in _chunks(adapted, self._config.batch_rows):
-            cur.executemany(sql, chunk)
+                self._dialect.write_rows(cur, schema, names, rows)
 
     @contextmanager
     def _transaction(self, schema: TableSchema | None = None) -> Iterator[Any]:
@@ -125,6 +119,17 @@ class JdbcSink(Sink):
         # Closing a broken connection must not hide the error that broke it.
         with contextlib.suppress(Exception):
             self._conn.close()
+
+
+_WRITE_ATTEMPTS = 8
+
+
+def _is_lock_conflict(err: BaseException | None) -> bool:
+    """A deadlock or lock wait timeout (MySQL 1213/1205, SQLSTATE 40P01/40001): retry the transaction."""
+    args = getattr(err, "args", ())
+    code = args[0] if args else None
+    state = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
+    return code in (1205, 1213) or state in ("40001", "40P01")
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

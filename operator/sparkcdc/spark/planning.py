@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from sparkcdc.api.spec import SnapshotSpec
@@ -24,11 +25,12 @@ def plan_table(conn: Any, schema: TableSchema, snapshot: SnapshotSpec) -> list[S
         if low is None or high is None:
             return [SnapshotSplit(table, 0, None, None)]
         factor = snapshot.even_distribution_factor
-        even = plan_even_splits(
-            table, int(low), int(high), rows, snapshot.chunk_size, factor.lower, factor.upper
-        )
-        if even is not None:
-            return even
+        if isinstance(low, (int, Decimal)) and isinstance(high, (int, Decimal)):
+            even = plan_even_splits(
+                table, int(low), int(high), rows, snapshot.chunk_size, factor.lower, factor.upper
+            )
+            if even is not None:
+                return even
     return tail_splits(conn, schema, snapshot.chunk_size, start=None, first_index=0)
 
 

@@ -22,7 +22,7 @@ from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.microbatch import build_batch
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import BinlogChangeReader
+from sparkcdc.mysql.binlog_reader import BinlogChangeReader, DdlStatement
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink
@@ -61,7 +61,7 @@ class StreamSettings:
 class _ReaderThread(threading.Thread):
     """Decodes the binlog into a bounded queue; errors are handed to the consumer."""
 
-    def __init__(self, items: Iterator[ChangeEvent | BinlogOffset], capacity: int) -> None:
+    def __init__(self, items: Iterator[ChangeEvent | BinlogOffset | DdlStatement], capacity: int) -> None:
         super().__init__(name="sparkcdc-binlog-reader", daemon=True)
         self.queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
         self._items = items
@@ -161,6 +161,10 @@ class BinlogStreamer:
             elif isinstance(item, BinlogOffset):
                 batch.close_transaction(item)
                 event_filter.advance_to(item)
+            elif isinstance(item, DdlStatement):
+                batch.close_transaction(item.offset)
+                where = item.schema or "the binlog"
+                self._listener.message(f"DDL in {where} at {item.offset}: {item.query[:200]}")
             caught_up = stop_at is not None and batch.end is not None and batch.end >= stop_at
             due = len(batch.events) >= spec.batch_rows or time.monotonic() - batch.started >= interval
             if batch.end is not None and (due or caught_up or should_stop()):

@@ -1,0 +1,179 @@
+"""Reading a split's rows, finding chunk boundaries, and key-range checks the database decides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pymysql
+
+from sparkcdc.core.splits import Key, KeyValue, SnapshotSplit
+from sparkcdc.mysql.columns import Column
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.mysql.sql import (
+    key_columns_sql,
+    key_params,
+    key_params_sql,
+    order_by,
+    range_predicate,
+    select_expression,
+    select_list,
+    table_name,
+    value_expression,
+)
+from sparkcdc.mysql.types import canonical_value, rows_to_arrow
+
+__all__ = [
+    "chunk_query",
+    "iter_chunk_batches",
+    "key_bounds",
+    "keys_in_range",
+    "next_boundary",
+    "read_chunk",
+]
+
+# Below this many rows (by the statistics) COUNT(*) is cheap and exact; InnoDB's TABLE_ROWS is
+# an estimate and reads 0 for a table that was just filled.
+_EXACT_COUNT_BELOW = 100_000
+# Key comparisons per round trip in keys_in_range.
+_KEYS_PER_QUERY = 256
+
+
+def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
+    """``SELECT <columns> FROM t WHERE <key in [start, end)>`` and its parameters."""
+    where, params = range_predicate(schema.chunk_key_columns, split.start, split.end)
+    return f"SELECT {select_list(schema.columns)} FROM {table_name(schema.table)} WHERE {where}", params
+
+
+def iter_chunk_batches(
+    conn: Any, schema: TableSchema, split: SnapshotSplit, fetch_size: int
+) -> Iterator[pa.Table]:
+    """The split's rows as Arrow tables of at most ``fetch_size`` rows, streamed from the server.
+
+    Works on any connection; one from ``connect(streaming=True)`` hands over raw values, which
+    convert column-wise instead of value by value.
+    """
+    sql, params = chunk_query(schema, split)
+    with conn.cursor(pymysql.cursors.SSCursor) as cur:
+        cur.execute(sql, params)
+        while True:
+            rows = cur.fetchmany(max(1, fetch_size))
+            if not rows:
+                return
+            yield rows_to_arrow(schema, rows)
+
+
+def read_chunk(conn: Any, schema: TableSchema, split: SnapshotSplit, fetch_size: int = 10_000) -> pa.Table:
+    """All rows of ``split`` as one table of ``schema.arrow_schema()``."""
+    batches = list(iter_chunk_batches(conn, schema, split, fetch_size))
+    if not batches:
+        return schema.arrow_schema().empty_table()
+    return pa.concat_tables(batches)
+
+
+def _key_from_row(columns: Sequence[Column], row: Sequence[Any]) -> Key:
+    return tuple(canonical_value(c, v) for c, v in zip(columns, row, strict=True))
+
+
+def _fetch_one(conn: Any, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    with conn.cursor(pymysql.cursors.Cursor) as cur:
+        cur.execute(sql, params)
+        row = cur.fetchone()
+        cur.fetchall()
+        return None if row is None else tuple(row)
+
+
+def next_boundary(conn: Any, schema: TableSchema, previous: Key | None, chunk_size: int) -> Key | None:
+    """The end of the chunk starting at ``previous`` (``None``: the table's start), or ``None``
+    when at most ``chunk_size`` rows remain.
+
+    The boundary is the key of the row ``chunk_size`` places after ``previous`` in key order,
+    so ``[previous, boundary)`` holds ``chunk_size`` rows and the boundary is strictly greater
+    than ``previous``. Ordering and comparisons happen in the database (collations).
+    """
+    columns = schema.chunk_key_columns
+    table = table_name(schema.table)
+    select = ", ".join(select_expression(c) for c in columns)
+    where, params = ("", []) if previous is None else range_predicate(columns, previous, None)
+    where_sql = f"WHERE {where} " if where else ""
+    order = order_by(columns)
+    sql = f"SELECT {select} FROM {table} {where_sql}ORDER BY {order} LIMIT 1 OFFSET {int(chunk_size)}"
+    row = _fetch_one(conn, sql, params)
+    if row is None:
+        return None
+    boundary = _key_from_row(columns, row)
+    unique = schema.chunk_key_is_unique
+    if previous is not None and not unique and not _db_greater(conn, columns, boundary, previous):
+        # A non-unique chunk key (a primary-key prefix) with more than chunk_size rows on one
+        # value: the chunk ends at the next larger value instead.
+        sql = (
+            f"SELECT {select} FROM {table} WHERE {key_columns_sql(columns)} > {key_params_sql(columns)} "
+            f"ORDER BY {order} LIMIT 1"
+        )
+        row = _fetch_one(conn, sql, key_params(columns, previous))
+        return None if row is None else _key_from_row(columns, row)
+    return boundary
+
+
+def _db_greater(conn: Any, columns: Sequence[Column], a: Key, b: Key) -> bool:
+    marks = key_params_sql(columns, collate=True)
+    row = _fetch_one(conn, f"SELECT {marks} > {marks}", [*key_params(columns, a), *key_params(columns, b)])
+    return bool(row and row[0])
+
+
+def key_bounds(conn: Any, schema: TableSchema) -> tuple[KeyValue | None, KeyValue | None, int]:
+    """``(min, max, approximate rows)`` of the first chunk-key column (both None when empty)."""
+    lead = schema.chunk_key_columns[0]
+    table = table_name(schema.table)
+    expr = value_expression(lead)
+    row = _fetch_one(conn, f"SELECT MIN({expr}), MAX({expr}) FROM {table}", [])
+    low, high = (None, None) if row is None else row
+    stats = _fetch_one(
+        conn,
+        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+        [schema.table.database, schema.table.table],
+    )
+    approx = int(stats[0]) if stats and stats[0] is not None else 0
+    if approx < _EXACT_COUNT_BELOW:
+        counted = _fetch_one(conn, f"SELECT COUNT(*) FROM {table}", [])
+        approx = int(counted[0]) if counted else 0
+    return canonical_value(lead, low), canonical_value(lead, high), approx
+
+
+def _in_range_python(key: Key, start: Key | None, end: Key | None) -> bool:
+    return (start is None or tuple(start) <= key) and (end is None or key < tuple(end))
+
+
+def keys_in_range(
+    conn: Any, columns: Sequence[Column], keys: Sequence[Key], start: Key | None, end: Key | None
+) -> list[bool]:
+    """For each key, whether ``start <= key < end`` in the database's order.
+
+    Keys without text columns compare exactly in Python (ints, Decimals, temporal values,
+    bytes); keys with text columns are compared by the server under each column's collation,
+    ``_KEYS_PER_QUERY`` keys per round trip.
+    """
+    if start is None and end is None:
+        return [True] * len(keys)
+    if not any(c.is_text for c in columns):
+        return [_in_range_python(tuple(k), start, end) for k in keys]
+    marks = key_params_sql(columns, collate=True)
+    result: list[bool] = []
+    for offset in range(0, len(keys), _KEYS_PER_QUERY):
+        batch = keys[offset : offset + _KEYS_PER_QUERY]
+        exprs: list[str] = []
+        params: list[Any] = []
+        for key in batch:
+            conditions: list[str] = []
+            if start is not None:
+                conditions.append(f"{marks} >= {marks}")
+                params += [*key_params(columns, key), *key_params(columns, start)]
+            if end is not None:
+                conditions.append(f"{marks} < {marks}")
+                params += [*key_params(columns, key), *key_params(columns, end)]
+            exprs.append("(" + " AND ".join(conditions) + ")")
+        row = _fetch_one(conn, "SELECT " + ", ".join(exprs), params)
+        assert row is not None
+        result.extend(v is not None and int(v) == 1 for v in row)
+    return result

@@ -1,0 +1,233 @@
+"""Table schemas from ``information_schema``: columns, primary key, and the chunk key."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pymysql
+
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.columns import Column, Family
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.types import arrow_type
+
+__all__ = ["Column", "TableSchema", "load_table_schema", "parse_members"]
+
+_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+# Key columns whose order or comparison the chunk queries cannot rely on: ENUM and SET sort by
+# their index but compare with strings as text; the others are not orderable at all.
+_UNSPLITTABLE = {Family.ENUM, Family.SET, Family.JSON, Family.GEOMETRY}
+
+
+def parse_members(column_type: str) -> tuple[str, ...]:
+    """The labels of ``enum('a','b')`` / ``set('x','y')`` in definition order."""
+    start = column_type.find("(")
+    if start < 0:
+        return ()
+    return tuple(m.replace("''", "'").replace("\\\\", "\\") for m in _MEMBER.findall(column_type[start:]))
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A captured table. Picklable: it travels to Spark tasks.
+
+    ``primary_key`` is the table's primary key (empty when it has none). ``row_key`` identifies
+    a row in the merge and in sinks: the primary key, or the unique NOT NULL key used instead.
+    ``chunk_key`` orders and splits the table; it is ``row_key`` or a prefix of the primary
+    key named by ``spec.snapshot.chunkKeyColumns``, so it is always a prefix of ``row_key``.
+    """
+
+    table: TableId
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    chunk_key: tuple[str, ...]
+    row_key: tuple[str, ...]
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"table {self.table} has no column {name!r}")
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def chunk_key_columns(self) -> tuple[Column, ...]:
+        return tuple(self.column(n) for n in self.chunk_key)
+
+    @property
+    def row_key_columns(self) -> tuple[Column, ...]:
+        return tuple(self.column(n) for n in self.row_key)
+
+    @property
+    def chunk_key_is_unique(self) -> bool:
+        return self.chunk_key == self.row_key
+
+    def key_collations(self) -> tuple[str | None, ...]:
+        """Per chunk-key column: its collation for string columns, else None (for core's KeyOrder)."""
+        return tuple(c.collation if c.is_text else None for c in self.chunk_key_columns)
+
+    @property
+    def is_numeric_single_key(self) -> bool:
+        """One integer chunk-key column: the planner may cut it arithmetically."""
+        return len(self.chunk_key) == 1 and self.chunk_key_columns[0].family is Family.INTEGER
+
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the table's canonical rows (types.py); every field is nullable
+        because zero dates read as null even in NOT NULL columns."""
+        return self._arrow
+
+    @cached_property
+    def _arrow(self) -> pa.Schema:
+        fields = [
+            pa.field(c.name, arrow_type(c), nullable=True, metadata={"mysql.type": c.column_type})
+            for c in self.columns
+        ]
+        return pa.schema(fields, metadata={"mysql.table": str(self.table)})
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_arrow", None)  # rebuilt on demand; keeps pickles small and version-proof
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+_COLUMNS_SQL = """
+SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION,
+       NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH,
+       CHARACTER_SET_NAME, COLLATION_NAME
+FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s
+ORDER BY ORDINAL_POSITION
+"""
+
+_INDEXES_SQL = """
+SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME
+FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0
+ORDER BY INDEX_NAME, SEQ_IN_INDEX
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _column(row: Sequence[Any]) -> Column:
+    name, ordinal, data_type, column_type, nullable, precision, scale, dt_precision, chars, octets = row[:10]
+    cs, coll = row[10:12]
+    data_type = _text(data_type).lower()
+    column_type = _text(column_type)
+    binary_type = data_type in ("binary", "varbinary")
+    return Column(
+        name=_text(name),
+        ordinal=int(ordinal),
+        data_type=data_type,
+        column_type=column_type,
+        nullable=_text(nullable) == "YES",
+        unsigned=" unsigned" in column_type.lower(),
+        precision=_opt_int(precision),
+        scale=_opt_int(scale),
+        datetime_precision=_opt_int(dt_precision),
+        length=_opt_int(octets if binary_type else chars),
+        charset=None if cs is None else _text(cs),
+        collation=None if coll is None else _text(coll),
+        members=parse_members(column_type) if data_type in ("enum", "set") else (),
+    )
+
+
+def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with conn.cursor(pymysql.cursors.Cursor) as cur:
+        cur.execute(sql, params)
+        return list(cur.fetchall())
+
+
+def _no_key_error(table: TableId) -> SourceError:
+    return SourceError(
+        f"table {table} has no primary key and no unique NOT NULL key, so it cannot be split into chunks; "
+        f'add a primary key or set spec.snapshot.chunkKeyColumns["{table}"] to a unique NOT NULL column'
+    )
+
+
+def _choose_keys(
+    table: TableId,
+    columns: dict[str, Column],
+    unique: dict[str, list[str]],
+    override: Sequence[str] | None,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(primary_key, row_key, chunk_key)."""
+    primary = tuple(unique.get("PRIMARY", ()))
+    usable = {
+        name: tuple(cols)
+        for name, cols in unique.items()
+        if name != "PRIMARY" and all(not columns[c].nullable for c in cols)
+    }
+    field = f'spec.snapshot.chunkKeyColumns["{table}"]'
+    if override:
+        wanted = tuple(override)
+        missing = [c for c in wanted if c not in columns]
+        if missing:
+            raise SourceError(
+                f"{field} names column {missing[0]!r}, which table {table} does not have; "
+                f"its columns are {', '.join(columns)}"
+            )
+        if primary and wanted == primary[: len(wanted)]:
+            row_key, chunk_key = primary, wanted
+        else:
+            keys = ([primary] if primary else []) + list(usable.values())
+            matches = [k for k in keys if set(k) == set(wanted)]
+            if not matches or any(columns[c].nullable for c in wanted):
+                raise SourceError(
+                    f"{field} is {list(wanted)}, which is neither a unique NOT NULL key of {table} nor a "
+                    "prefix of its primary key; name the columns of such a key"
+                )
+            row_key = chunk_key = wanted
+    elif primary:
+        row_key = chunk_key = primary
+    elif usable:
+        # The narrowest unique NOT NULL key, ties broken by index name, so the choice is stable.
+        row_key = chunk_key = min(usable.items(), key=lambda item: (len(item[1]), item[0]))[1]
+    else:
+        raise _no_key_error(table)
+    for name in chunk_key:
+        if columns[name].family in _UNSPLITTABLE:
+            raise SourceError(
+                f"table {table} would be split on column {name!r} of type {columns[name].column_type}, which "
+                f"the chunk queries cannot order reliably; set {field} to another unique NOT NULL key"
+            )
+    return primary, row_key, chunk_key
+
+
+def load_table_schema(
+    conn: Any, table: TableId, chunk_key_override: Sequence[str] | None = None
+) -> TableSchema:
+    """The schema of ``table``; raises ``SourceError`` when it is missing or cannot be chunked."""
+    rows = _fetch(conn, _COLUMNS_SQL, (table.database, table.table))
+    if not rows:
+        raise SourceError(
+            f"table {table} does not exist on the source (or user cannot see it); check spec.source.tables "
+            "and that the user has SELECT on it"
+        )
+    columns = {c.name: c for c in (_column(r) for r in rows)}
+    unique: dict[str, list[str]] = {}
+    for index_name, _seq, column_name in _fetch(conn, _INDEXES_SQL, (table.database, table.table)):
+        unique.setdefault(_text(index_name), []).append(_text(column_name))
+    primary, row_key, chunk_key = _choose_keys(table, columns, unique, chunk_key_override)
+    return TableSchema(
+        table=table,
+        columns=tuple(columns.values()),
+        primary_key=primary,
+        chunk_key=chunk_key,
+        row_key=row_key,
+    )

@@ -1,0 +1,147 @@
+"""Reading one snapshot split between watermarks (DESIGN §3 rule 2).
+
+Low watermark, chunk, high watermark; if the binlog moved in between, the split's events of
+``(low, high]`` are collapsed to the last image per key and applied to the chunk. The result is
+the split's exact content as of the high watermark.
+
+Which split owns a key is decided by the database for keys with text columns (one query per
+``_KEYS_PER_QUERY`` touched keys, each value cast to its column's charset and collation), and
+exactly in Python otherwise (ints, Decimals, temporal values, bytes); see
+``chunk_reader.keys_in_range``.
+
+On MariaDB the low watermark is exact: the chunk is read in ``START TRANSACTION WITH CONSISTENT
+SNAPSHOT`` and ``binlog_snapshot_file``/``binlog_snapshot_position`` give the binlog position of
+that very snapshot. MySQL has no such status, so there the low watermark is the position
+reported just before the snapshot starts (as Flink CDC does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pymysql
+
+from sparkcdc.core.events import ChangeEvent
+from sparkcdc.core.keys import key_of
+from sparkcdc.core.merge import BackfillChanges, collapse_events
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import Key, SnapshotSplit
+from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.chunk_reader import keys_in_range, read_chunk
+from sparkcdc.mysql.connection import SourceConfig, connect, source_error
+from sparkcdc.mysql.flavor import ServerFlavor, detect_flavor
+from sparkcdc.mysql.queries import current_offset
+from sparkcdc.mysql.schema import TableSchema
+
+__all__ = ["SplitReadResult", "apply_backfill", "read_split", "read_split_snapshot"]
+
+
+@dataclass(frozen=True)
+class SplitReadResult:
+    """A split's content as of ``high``; ``rows_read`` rows came from the chunk query and
+    ``backfill_events`` binlog changes of the bracket touched the split."""
+
+    data: pa.Table
+    low: BinlogOffset
+    high: BinlogOffset
+    rows_read: int
+    backfill_events: int
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def _execute(conn: Any, sql: str) -> list[tuple[Any, ...]]:
+    with conn.cursor(pymysql.cursors.Cursor) as cur:
+        cur.execute(sql)
+        return list(cur.fetchall())
+
+
+def read_split_snapshot(
+    conn: Any, flavor: ServerFlavor, schema: TableSchema, split: SnapshotSplit, fetch_size: int
+) -> tuple[BinlogOffset, pa.Table]:
+    """The chunk and its low watermark: a binlog position no later than the chunk's read view."""
+    if not flavor.is_mariadb:
+        low = current_offset(conn, flavor)
+        return low, read_chunk(conn, schema, split, fetch_size)
+    # A single consistent read view, and the binlog position it corresponds to.
+    _execute(conn, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    _execute(conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    try:
+        status = {
+            _text(k).lower(): _text(v) for k, v in _execute(conn, "SHOW STATUS LIKE 'binlog_snapshot_%'")
+        }
+        data = read_chunk(conn, schema, split, fetch_size)
+    finally:
+        _execute(conn, "COMMIT")
+    file, pos = status.get("binlog_snapshot_file", ""), status.get("binlog_snapshot_position", "")
+    if not file or not pos.isdigit():
+        return current_offset(conn, flavor), data  # cannot happen with log_bin on; be safe
+    return BinlogOffset(file, int(pos)), data
+
+
+def _touched_mask(data: pa.Table, key_columns: Sequence[str], touched: set[Key]) -> pa.Array:
+    """True for the rows of ``data`` whose key is in ``touched``."""
+    if len(key_columns) == 1:
+        name = key_columns[0]
+        values = pa.array([k[0] for k in touched], type=data.schema.field(name).type)
+        return pc.fill_null(pc.is_in(data[name], value_set=values), False)
+    columns = [data[c].to_pylist() for c in key_columns]
+    return pa.array([key in touched for key in zip(*columns, strict=True)], type=pa.bool_())
+
+
+def apply_backfill(
+    conn: Any, schema: TableSchema, split: SnapshotSplit, data: pa.Table, events: Sequence[ChangeEvent]
+) -> tuple[pa.Table, int]:
+    """``data`` with the split's events applied; also the number of events that touched the split."""
+    if not events:
+        return data, 0
+    row_key = schema.row_key
+    chunk_len = len(schema.chunk_key)
+    images = [image for e in events for image in (e.before, e.after) if image is not None]
+    keys = list({key_of(image, row_key) for image in images})
+    chunk_keys = [k[:chunk_len] for k in keys]
+    flags = keys_in_range(conn, schema.chunk_key_columns, chunk_keys, split.start, split.end)
+    inside = {k for k, flag in zip(keys, flags, strict=True) if flag}
+    touching = sum(
+        1
+        for e in events
+        if any(image is not None and key_of(image, row_key) in inside for image in (e.before, e.after))
+    )
+    changes: BackfillChanges = collapse_events(events, row_key, inside.__contains__)
+    touched = changes.touched()
+    if not touched:
+        return data, touching
+    kept = data.filter(pc.invert(_touched_mask(data, row_key, touched))) if data.num_rows else data
+    upserts = pa.Table.from_pylist([dict(row) for row in changes.upserts.values()], schema=data.schema)
+    return pa.concat_tables([kept, upserts]), touching
+
+
+def read_split(
+    cfg: SourceConfig, schema: TableSchema, split: SnapshotSplit, server_id: int, fetch_size: int = 10_000
+) -> SplitReadResult:
+    """The split's exact content as of its high watermark (see the module docstring)."""
+    conn = connect(cfg, streaming=True)
+    try:
+        try:
+            flavor = detect_flavor(conn)
+            low, data = read_split_snapshot(conn, flavor, schema, split, fetch_size)
+            high = current_offset(conn, flavor)
+        except pymysql.err.MySQLError as exc:
+            raise source_error(exc, cfg, f"reading split {split.split_id}") from None
+        rows_read = data.num_rows
+        if not high > low:
+            return SplitReadResult(data, low, high, rows_read, 0)
+        events = list(read_changes(cfg, server_id, low, high, {schema.table: schema}))
+        try:
+            merged, touching = apply_backfill(conn, schema, split, data, events)
+        except pymysql.err.MySQLError as exc:
+            raise source_error(exc, cfg, f"merging split {split.split_id}") from None
+        return SplitReadResult(merged, low, high, rows_read, touching)
+    finally:
+        conn.close()

@@ -1,0 +1,396 @@
+"""PostgreSQL targets for the JDBC sink (psycopg 3).
+
+Types. Every MySQL type maps to the PostgreSQL type that holds all of its values exactly
+(``pg_type``): unsigned integers widen (``INT UNSIGNED`` → ``bigint``, ``BIGINT UNSIGNED`` →
+``numeric(20,0)``), ``TIME`` becomes ``interval`` because MySQL's TIME is a duration (negative,
+or beyond 24 h), ``TIMESTAMP`` becomes ``timestamptz``. ``JSON`` becomes ``text``, not
+``jsonb``: ``jsonb`` re-orders keys, drops duplicates and re-prints numbers and whitespace, so
+the replica would no longer hold the document MySQL prints, and the snapshot and the binlog
+(DESIGN §3 rule 7) could not be checked against the source value by value. Strings are
+``text``. ``NOT NULL`` is kept except on DATE/DATETIME/TIMESTAMP columns outside the key:
+MySQL's zero dates arrive as NULL (sparkcdc.mysql.types). PostgreSQL text cannot hold U+0000;
+such a value fails the write with PostgreSQL's message.
+
+Rows are written with ``COPY … FROM STDIN (FORMAT csv)`` inside the split's (or the binlog
+batch's) transaction, the CSV rendered by Arrow without a Python loop per row (``copy_csv``).
+TIME values travel as ``<n> microseconds`` on every path, so they are stored the same way
+whether they came from the snapshot or the binlog.
+
+String keys and split ranges. A split must delete exactly the sink's rows whose chunk key lies
+in ``[start, end)`` *as MySQL orders them* (rule 3), and PostgreSQL's text order is not MySQL's
+(``utf8mb4_general_ci`` puts ``'a' = 'A' < 'B'``, punctuation sorts differently, …). When the
+chunk key has a string column the sink therefore selects a superset of candidates in SQL and
+keeps the exact set in Python with ``KeyOrder`` (the same order the reader and the merge use),
+then deletes those keys. The superset for a leading string column uses an order-preserving
+"rank" of strings made of printable ASCII (``StringRank``): each character maps to the rank of
+its collation class (so ``a``/``A`` share one under ``*_ci``), and a string's rank is bounded by
+the ranks of the longest ASCII prefixes of the split's bounds. Strings with any other character
+rank as ``''`` and are always candidates, so the superset holds every key that ``KeyOrder``
+places in the range (it is as exact as ``KeyOrder`` is, see sparkcdc.core.collation); an
+expression index on the rank (created with the table; absent when ``createTables`` is false,
+which only costs a scan) keeps the selection cheap. The character
+classes are derived from ``KeyOrder`` and then checked against it on random strings; a
+collation that fails the check gets no rank (every row is a candidate). When the key starts with
+non-string columns the candidates are bounded by those columns (PostgreSQL orders them as MySQL
+does). Keys of numbers, dates, times and bytes use a plain range ``DELETE``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import io
+import itertools
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from sparkcdc.core.keys import KeyOrder
+from sparkcdc.core.splits import Key
+from sparkcdc.mysql.columns import Column, Family
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import SinkError
+from sparkcdc.sinks.sql import key_in_list_predicate, range_predicate
+
+if TYPE_CHECKING:
+    from sparkcdc.sinks.jdbc import JdbcSinkConfig
+
+__all__ = ["PostgresDialect", "StringRank", "copy_csv", "pg_type"]
+
+_NULLABLE_TEMPORAL = {Family.DATE, Family.DATETIME, Family.TIMESTAMP}
+_TEXT = {Family.STRING, Family.ENUM, Family.SET, Family.JSON}
+_DELETE_BATCH = 1000
+_COPY_BATCH_ROWS = 20_000
+# libpq connection parameters a sink URL may carry (``?sslmode=require``); others are ignored.
+_LIBPQ_PARAMS = frozenset(
+    ["sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "target_session_attrs", "application_name"]
+)
+
+
+def pg_type(col: Column) -> str:
+    """The PostgreSQL column type that holds every value of the MySQL column exactly."""
+    family = col.family
+    if family is Family.INTEGER:
+        bits = col.integer_bits
+        if col.unsigned:
+            return {8: "smallint", 16: "integer", 24: "integer", 32: "bigint"}.get(bits, "numeric(20,0)")
+        return {8: "smallint", 16: "smallint", 24: "integer", 32: "integer"}.get(bits, "bigint")
+    if family is Family.DECIMAL:
+        return f"numeric({int(col.precision or 10)},{int(col.scale or 0)})"
+    if family is Family.DATETIME or family is Family.TIMESTAMP:
+        zone = "with" if family is Family.TIMESTAMP else "without"
+        return f"timestamp({min(int(col.datetime_precision or 0), 6)}) {zone} time zone"
+    if family is Family.BIT:
+        return "boolean" if col.bit_width == 1 else "bytea"
+    if family in _TEXT:
+        return "text"
+    return {
+        Family.FLOAT: "real",
+        Family.DOUBLE: "double precision",
+        Family.YEAR: "smallint",
+        Family.DATE: "date",
+        Family.TIME: "interval",
+        Family.BINARY: "bytea",
+        Family.GEOMETRY: "bytea",
+    }[family]
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    """An ASCII string constant with every non-alphanumeric character escaped (``E'\\x25'``), so the
+    SQL has no quote, backslash or ``%`` that a driver's placeholder parsing would see."""
+    return "E'" + "".join(ch if ch.isalnum() and ch.isascii() else f"\\x{ord(ch):02x}" for ch in text) + "'"
+
+
+def _micros(delta: dt.timedelta) -> str:
+    return f"{(delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds} microseconds"
+
+
+def _csv_column(array: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """A column as COPY's CSV input expects it: bytea as ``\\x…`` hex, durations in microseconds."""
+    kind = array.type
+    if pa.types.is_duration(kind):
+        micros = pc.cast(pc.cast(array, pa.int64()), pa.string())
+        return pc.binary_join_element_wise(micros, pa.scalar(" microseconds"), "")
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
+        return pa.array([None if v is None else "\\x" + v.hex() for v in array.to_pylist()], pa.string())
+    return array
+
+
+def copy_csv(data: pa.Table) -> bytes:
+    """The rows of ``data`` as CSV for ``COPY … (FORMAT csv)``: NULL is an empty unquoted field,
+    strings are always quoted (so ``""`` is the empty string)."""
+    table = pa.table({name: _csv_column(data.column(name)) for name in data.column_names})
+    out = io.BytesIO()
+    pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    return out.getvalue()
+
+
+class StringRank:
+    """An order-preserving rank of printable-ASCII strings under one MySQL collation.
+
+    ``sql(col)`` is a PostgreSQL expression: the string with each character replaced by its
+    class rank (a byte, compared under ``COLLATE "C"``), or ``''`` when the string has any
+    character outside the alphabet. For strings over the alphabet, ``x <= y`` in the collation
+    (as ``KeyOrder`` orders it) implies ``rank(x) <= rank(y)``.
+    """
+
+    def __init__(self, collation: str, alphabet: str, ranks: str) -> None:
+        self.collation = collation
+        self.alphabet = alphabet
+        self.ranks = ranks
+        self._table = str.maketrans(alphabet, ranks)
+
+    @classmethod
+    def for_collation(cls, collation: str) -> StringRank | None:
+        """The rank for ``collation``; None when it cannot be made to agree with ``KeyOrder``."""
+        return _rank_for(collation)
+
+    @classmethod
+    def derive(cls, collation: str) -> StringRank | None:
+        order = KeyOrder.for_columns([collation])
+
+        def key(text: str) -> Any:
+            return order.value_key(0, text)
+
+        empty = key("")
+        chars = sorted((chr(c) for c in range(0x21, 0x7F) if key(chr(c)) > empty), key=key)
+        if len(chars) < 2:
+            return None
+        low, high = chars[0], chars[-1]
+        ranks, rank = [], 0
+        for i, ch in enumerate(chars):
+            # A new class unless the second character still decides: prev+high sorts after ch+low.
+            if i and not key(chars[i - 1] + high) > key(ch + low):
+                rank += 1
+            ranks.append(chr(0x21 + rank))
+        candidate = cls(collation, "".join(chars), "".join(ranks))
+        return candidate if candidate._agrees_with(key) else None
+
+    def _agrees_with(self, key: Any, samples: int = 4000) -> bool:
+        rng = random.Random(0x5EED)
+        words = ["".join(rng.choice(self.alphabet) for _ in range(rng.randint(0, 4))) for _ in range(samples)]
+        words += [a + b for a in self.alphabet[::7] for b in self.alphabet[::5]]
+        ordered = sorted(words, key=key)
+        ranked = [self.rank(w) for w in ordered]
+        return all(a <= b for a, b in itertools.pairwise(ranked))
+
+    def rank(self, text: str) -> str:
+        return text.translate(self._table)
+
+    def safe_prefix(self, text: str) -> str:
+        for i, ch in enumerate(text):
+            if ord(ch) not in self._table:
+                return text[:i]
+        return text
+
+    def sql(self, column_sql: str) -> str:
+        src = f'{column_sql} COLLATE "C"'
+        alphabet = _literal(self.alphabet)
+        return (
+            f"(CASE WHEN translate({src}, {alphabet}, '') = '' "
+            f"THEN translate({src}, {alphabet}, {_literal(self.ranks)}) ELSE '' END) COLLATE \"C\""
+        )
+
+    def bounds(self, start: str | None, end: str | None) -> tuple[str | None, str | None]:
+        """(lo, hi): every string over the alphabet in ``[start, end)`` ranks in ``[lo, hi)``."""
+        lo = None if start is None else self.rank(self.safe_prefix(str(start)))
+        hi = None if end is None else self.rank(self.safe_prefix(str(end)))
+        return lo or None, (hi + "\x7f" if hi else None)
+
+
+@functools.lru_cache(maxsize=64)
+def _rank_for(collation: str) -> StringRank | None:
+    return StringRank.derive(collation)
+
+
+def _leading_rank(schema: TableSchema) -> StringRank | None:
+    first = schema.chunk_key_columns[0]
+    if not first.is_text or not first.collation:
+        return None
+    return StringRank.for_collation(first.collation)
+
+
+def rank_index_sql(schema: TableSchema) -> str | None:
+    """``CREATE INDEX`` on the rank of a leading string chunk-key column, if it has one."""
+    rank = _leading_rank(schema)
+    if rank is None:
+        return None
+    table = schema.table.table
+    expr = rank.sql(quote_ident(schema.chunk_key[0]))
+    digest = hashlib.sha1(expr.encode()).hexdigest()[:8]
+    name = f"{table[:40]}_sparkcdc_rank_{digest}"
+    return f"CREATE INDEX IF NOT EXISTS {quote_ident(name)} ON {quote_ident(table)} (({expr}))"
+
+
+def candidates_predicate(schema: TableSchema, start: Key | None, end: Key | None) -> tuple[str, list[Any]]:
+    """A SQL predicate true for (at least) every row whose chunk key lies in ``[start, end)``."""
+    columns = schema.chunk_key_columns
+    prefix = 0
+    while prefix < len(columns) and not columns[prefix].is_text:
+        prefix += 1
+    clauses: list[str] = []
+    params: list[Any] = []
+    if prefix:
+        names = ", ".join(quote_ident(c.name) for c in columns[:prefix])
+        marks = ", ".join(["%s"] * prefix)
+        lhs, rhs = (f"({names})", f"({marks})") if prefix > 1 else (names, marks)
+        if start is not None:
+            clauses.append(f"{lhs} >= {rhs}")
+            params.extend(start[:prefix])
+        if end is not None:
+            clauses.append(f"{lhs} <= {rhs}")
+            params.extend(end[:prefix])
+    elif (rank := _leading_rank(schema)) is not None:
+        lo, hi = rank.bounds(None if start is None else str(start[0]), None if end is None else str(end[0]))
+        expr = rank.sql(quote_ident(columns[0].name))
+        bounded = [f"{expr} >= %s"] * (lo is not None) + [f"{expr} < %s"] * (hi is not None)
+        if bounded:  # strings outside the alphabet rank as '' and are always candidates
+            clauses.append(f"({expr} = '' OR ({' AND '.join(bounded)}))")
+            params.extend(v for v in (lo, hi) if v is not None)
+    return (" AND ".join(clauses) or "TRUE"), params
+
+
+class PostgresDialect:
+    """PostgreSQL targets: MySQL types mapped by ``pg_type``; rows loaded with COPY."""
+
+    def __init__(self) -> None:
+        self.schema = "public"
+
+    def connect(self, config: JdbcSinkConfig) -> Any:
+        import psycopg
+
+        params: dict[str, str] = dict(getattr(config, "params", None) or {})
+        self.schema = (params.get("currentSchema") or "public").split(",")[0].strip() or "public"
+        options: dict[str, Any] = {"application_name": "sparkcdc", "connect_timeout": 10, "autocommit": False}
+        options.update((k, v) for k, v in params.items() if k in _LIBPQ_PARAMS)
+        where = f"the sink {config.describe()} as user {config.user!r}"
+        hint = "check spec.sink.url, spec.sink.user and the secret named by spec.sink.passwordSecretRef"
+        try:
+            conn = psycopg.connect(
+                host=config.host,
+                port=config.port,
+                dbname=config.database,
+                user=config.user,
+                password=config.password,
+                **options,
+            )
+        except psycopg.Error as err:
+            reason = self._scrub(self.describe_error(err), config.password)
+            if "does not exist" in reason and "database" in reason:
+                hint = f"create the database {config.database!r} first (the sink does not create databases)"
+            raise SinkError(f"cannot open {where}: {reason}; {hint}") from None
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET TIME ZONE 'UTC'")
+                cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,))
+                if cur.fetchone() is None:
+                    cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self.quote(self.schema)}")
+                cur.execute(f"SET search_path TO {self.quote(self.schema)}")
+            conn.commit()
+        except psycopg.Error as err:
+            conn.close()
+            reason = self._scrub(self.describe_error(err), config.password)
+            raise SinkError(
+                f"cannot use schema {self.schema!r} of {where}: {reason}; create the schema or grant the "
+                "user CREATE on the database, or name another schema with ?currentSchema= in spec.sink.url"
+            ) from None
+        return conn
+
+    @staticmethod
+    def _scrub(message: str, password: str) -> str:
+        return message.replace(password, "***") if password else message
+
+    def quote(self, name: str) -> str:
+        return quote_ident(name)
+
+    def begin(self, cur: Any) -> None:
+        """psycopg opens the transaction with the first statement (the connection is not autocommit)."""
+
+    def create_table_sql(self, schema: TableSchema) -> str:
+        cols = []
+        for col in schema.columns:
+            relax = col.family in _NULLABLE_TEMPORAL and col.name not in schema.row_key
+            null = "" if col.nullable or relax else " NOT NULL"
+            cols.append(f"{self.quote(col.name)} {pg_type(col)}{null}")
+        cols.append(f"PRIMARY KEY ({', '.join(self.quote(c) for c in schema.row_key)})")
+        table = self.quote(schema.table.table)
+        sql = f"CREATE TABLE IF NOT EXISTS {table} (\n  " + ",\n  ".join(cols) + "\n)"
+        index = rank_index_sql(schema)
+        return sql if index is None else f"{sql};\n{index}"
+
+    def table_exists(self, cur: Any, table: str) -> bool:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_name = %s",
+            (table,),
+        )
+        return bool(cur.fetchone()[0])
+
+    def insert_sql(self, table: str, columns: Sequence[str]) -> str:
+        names = ", ".join(self.quote(c) for c in columns)
+        marks = ", ".join(["%s"] * len(columns))
+        return f"INSERT INTO {self.quote(table)} ({names}) VALUES ({marks})"
+
+    def adapt_row(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        # TIME as a plain microsecond count, as COPY writes it (psycopg would split off days).
+        return tuple(_micros(v) if isinstance(v, dt.timedelta) else v for v in row)
+
+    def describe_error(self, err: Exception) -> str:
+        diag = getattr(err, "diag", None)
+        primary = getattr(diag, "message_primary", None)
+        state = getattr(err, "sqlstate", None)
+        if primary:
+            return f"{state}: {primary}" if state else str(primary)
+        return (str(err) or type(err).__name__).strip()
+
+    # -- hooks the JDBC sink calls when a dialect has them --------------------------------------
+
+    def delete_range(self, cur: Any, schema: TableSchema, start: Key | None, end: Key | None) -> None:
+        """Delete exactly the rows whose chunk key lies in ``[start, end)`` in MySQL's order."""
+        table = self.quote(schema.table.table)
+        if not any(c.is_text for c in schema.chunk_key_columns):
+            where, params = range_predicate(schema.chunk_key, start, end, self.quote)
+            cur.execute(f"DELETE FROM {table} WHERE {where}", params)
+            return
+        if start is None and end is None:
+            cur.execute(f"DELETE FROM {table}")
+            return
+        where, params = candidates_predicate(schema, start, end)
+        names = ", ".join(self.quote(c) for c in schema.chunk_key)
+        cur.execute(f"SELECT DISTINCT {names} FROM {table} WHERE {where}", params)
+        order = KeyOrder.for_columns(schema.key_collations())
+        doomed = [tuple(k) for k in cur.fetchall() if order.in_range(tuple(k), start, end)]
+        for i in range(0, len(doomed), _DELETE_BATCH):
+            chunk = doomed[i : i + _DELETE_BATCH]
+            pred = key_in_list_predicate(schema.chunk_key, len(chunk), self.quote)
+            cur.execute(f"DELETE FROM {table} WHERE {pred}", [v for k in chunk for v in k])
+
+    def write_table(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
+        """Append ``data`` (canonical Arrow rows) with COPY in the current transaction."""
+        if data.num_rows == 0:
+            return
+        names = ", ".join(self.quote(c) for c in data.column_names)
+        sql = f"COPY {self.quote(schema.table.table)} ({names}) FROM STDIN (FORMAT csv)"
+        with cur.copy(sql) as copy:
+            for batch in data.to_batches(max_chunksize=_COPY_BATCH_ROWS):
+                copy.write(copy_csv(pa.Table.from_batches([batch])))
+
+    def write_rows(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Append Python rows (canonical values, columns ``names``) with COPY."""
+        arrow = schema.arrow_schema()
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+        data = pa.table(
+            {n: pa.array(list(v), arrow.field(n).type) for n, v in zip(names, columns, strict=True)}
+        )
+        self.write_table(cur, schema, data)

@@ -1,0 +1,475 @@
+"""A test "kubelet": runs the Pods bound to one Node as local processes, in a background thread.
+
+Pods with ``spec.nodeName == node_name`` (and unscheduled pods with ``schedulerName == scheduler_name``,
+which it binds) get their first container's ``command + args`` run with the pod's environment (``env``,
+``envFrom``, Secret/ConfigMap/field refs), a service-account token in ``$SPARKCDC_SERVICEACCOUNT_DIR``
+(``token``, ``ca.crt``, ``namespace``; the fixed in-cluster path cannot differ per pod on one host) and
+``$SPARKCDC_TERMINATION_MESSAGE_PATH``. Phase, container state, exit code and termination message are
+reported back; deleting the pod kills its process group. See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+from sparkcdc.testing.kube import set_pdeathsig
+
+Obj = dict[str, Any]
+MERGE = "application/merge-patch+json"
+_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_FIELD = re.compile(r"metadata\.(labels|annotations)\['(.+)'\]")
+
+
+class ConfigError(Exception):
+    """The container cannot be configured yet (missing Secret/ConfigMap/key); retried like the kubelet."""
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def expand(s: str, env: dict[str, str]) -> str:
+    """Kubernetes ``$(VAR)`` expansion: known names are replaced, ``$$`` escapes, others stay."""
+    return _VAR.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), s)
+
+
+@dataclass
+class PodProcess:
+    """What the runner knows about one pod."""
+
+    namespace: str
+    name: str
+    uid: str
+    pod_dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    restart_count: int = 0
+    started_at: str = ""
+    last_state: Obj = field(default_factory=dict)
+    backoff_until: float = 0.0
+    kill_deadline: float | None = None
+    done: bool = False  # terminal: will not run again
+    deleted: bool = False  # we already asked the API server to remove it
+    sa_dir: Path | None = None
+    last_report: str = ""
+
+    def __post_init__(self) -> None:
+        self.log_path, self.message_path = self.pod_dir / "container.log", self.pod_dir / "termination-log"
+
+
+def _kill(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+class NodeRunner:
+    """Registers ``node_name`` and runs its pods until :meth:`stop`. Also a context manager."""
+
+    def __init__(
+        self,
+        kubeconfig: Path | str,
+        node_name: str = "sparkcdc-test-node",
+        workdir: Path | str | None = None,
+        *,
+        scheduler_name: str | None = "sparkcdc-test-scheduler",
+        restart_backoff: float = 1.0,
+        max_grace: float = 30.0,
+        base_env: dict[str, str] | None = None,
+    ):
+        self.node_name = node_name
+        self.scheduler_name = scheduler_name
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="sparkcdc-node-")).resolve()
+        self.restart_backoff = restart_backoff
+        self.max_grace = max_grace
+        # Processes inherit the runner's environment (PATH, JAVA_HOME, ...) minus anything that would
+        # give them credentials other than their service account's.
+        env = dict(os.environ if base_env is None else base_env)
+        for k in [k for k in env if k == "KUBECONFIG" or k.startswith("KUBERNETES_")]:
+            del env[k]
+        self.base_env = env
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)  # type: ignore[no-untyped-call]
+        self._cfg = cfg
+        url = urlparse(cfg.host)
+        self.api_host, self.api_port = url.hostname or "127.0.0.1", str(url.port or 443)
+        self.ca_pem = Path(cfg.ssl_ca_cert).read_bytes() if cfg.ssl_ca_cert else b""
+        self.pods: dict[str, PodProcess] = {}
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _core(self) -> Any:
+        return client.CoreV1Api(client.ApiClient(self._cfg))
+
+    # -- public ------------------------------------------------------------------------------------
+    def start(self) -> NodeRunner:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        core = self._core()
+        self._register_node(core)
+        for target in (lambda: self._loop(core), self._watch):
+            t = threading.Thread(target=target, name=f"noderunner-{self.node_name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        """Kill every pod process (like a node going down); pod objects stay in the API."""
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout=15)
+        self._threads.clear()
+
+    def __enter__(self) -> NodeRunner:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def process(self, namespace: str, name: str) -> subprocess.Popen[bytes] | None:
+        """The current local process of a pod, if it has one."""
+        live = [
+            p
+            for p in list(self.pods.values())
+            if (p.namespace, p.name, p.deleted) == (namespace, name, False)
+        ]
+        return live[0].proc if live else None
+
+    def logs(self, namespace: str, name: str) -> str:
+        """Stdout and stderr of the newest pod of that name, also after deletion (no ``kubectl logs``)."""
+        logs = sorted(
+            self.workdir.glob(f"{namespace}_{name}_*/container.log"), key=lambda f: f.stat().st_mtime
+        )
+        return logs[-1].read_text(errors="replace") if logs else ""
+
+    # -- node --------------------------------------------------------------------------------------
+    def _register_node(self, core: Any) -> None:
+        labels = {"kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux"}
+        with contextlib.suppress(ApiException):  # 409: already registered by an earlier runner
+            core.create_node({"metadata": {"name": self.node_name, "labels": labels}})
+        res = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now()}
+        info = {"kubeletVersion": "sparkcdc-noderunner", "operatingSystem": "linux", "architecture": "amd64"}
+        status = {
+            "capacity": res, "allocatable": res, "conditions": [ready], "nodeInfo": info,
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+        }  # fmt: skip
+        core.patch_node_status(self.node_name, {"status": status}, _content_type=MERGE)
+        # Admission tainted the new node not-ready; no node lifecycle controller will lift it.
+        core.patch_node(self.node_name, {"spec": {"taints": None}}, _content_type=MERGE)
+
+    # -- loops -------------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        """Wake the sync loop on any pod event (the loop also syncs every second on its own)."""
+        core = self._core()
+        while not self._stop.is_set():
+            try:
+                events = watch.Watch().stream(core.list_pod_for_all_namespaces, timeout_seconds=5)  # type: ignore[no-untyped-call]
+                for _ in events:
+                    self._wake.set()
+                    if self._stop.is_set():
+                        return
+            except Exception:
+                self._stop.wait(0.5)
+
+    def _loop(self, core: Any) -> None:
+        while not self._stop.is_set():
+            try:
+                self._sync(core)
+            except Exception as e:  # API hiccups and races: the next sync fixes things
+                print(f"noderunner: sync failed: {e!r}", flush=True)
+            busy = any(p.kill_deadline is not None for p in self.pods.values())
+            self._wake.wait(0.1 if busy else 1.0)
+            self._wake.clear()
+        for p in self.pods.values():
+            if p.proc is not None and p.proc.poll() is None:
+                self._hard_kill(p)
+
+    @staticmethod
+    def _list(core: Any, selector: str) -> list[Obj]:
+        return list(
+            json.loads(
+                core.list_pod_for_all_namespaces(field_selector=selector, _preload_content=False).data
+            )["items"]
+        )
+
+    def _sync(self, core: Any) -> None:
+        if self.scheduler_name:
+            sel = f"spec.nodeName=,spec.schedulerName={self.scheduler_name}"
+            for pod in self._list(core, sel):
+                md = pod["metadata"]
+                body = {"metadata": {"name": md["name"]}, "target": {"kind": "Node", "name": self.node_name}}
+                with contextlib.suppress(ApiException):  # 409: bound meanwhile
+                    core.create_namespaced_binding(md["namespace"], body, _preload_content=False)
+        seen = set()
+        for pod in self._list(core, f"spec.nodeName={self.node_name}"):
+            md = pod["metadata"]
+            seen.add(md["uid"])
+            p = self.pods.get(md["uid"])
+            if p is None:
+                p = self._track(pod)
+            if md.get("deletionTimestamp"):
+                self._terminate(core, pod, p)
+            elif p.done or p.deleted:
+                continue
+            elif p.proc is None:
+                if time.monotonic() >= p.backoff_until:
+                    self._launch(core, pod, p)
+            elif p.proc.poll() is not None:
+                self._exited(core, pod, p)
+        for uid in [u for u in self.pods if u not in seen]:  # force-deleted behind our back
+            p = self.pods[uid]
+            if p.proc is not None and p.proc.poll() is None:
+                self._hard_kill(p)
+            del self.pods[uid]
+
+    def _track(self, pod: Obj) -> PodProcess:
+        md, status = pod["metadata"], pod.get("status", {})
+        pod_dir = self.workdir / f"{md['namespace']}_{md['name']}_{md['uid'][:8]}"
+        pod_dir.mkdir(parents=True, exist_ok=True)
+        p = PodProcess(md["namespace"], md["name"], md["uid"], pod_dir)
+        prev = (status.get("containerStatuses") or [{}])[0]
+        if status.get("phase") in ("Succeeded", "Failed"):
+            p.done = True  # finished before this runner started
+        elif prev.get("state", {}).get("running") or prev.get("restartCount"):
+            # Was running under an earlier runner (a node restart): the container restarts.
+            p.restart_count = int(prev.get("restartCount", 0)) + int("running" in prev.get("state", {}))
+        self.pods[md["uid"]] = p
+        return p
+
+    # -- pod lifecycle -----------------------------------------------------------------------------
+    def _launch(self, core: Any, pod: Obj, p: PodProcess) -> None:
+        c = pod["spec"]["containers"][0]
+        try:
+            env = self._environment(core, pod, p, c)
+            cmd = [expand(a, env) for a in (c.get("command") or []) + (c.get("args") or [])]
+            if not cmd:
+                raise ConfigError("the test node runner has no images: the container needs a command")
+        except ConfigError as e:
+            p.backoff_until = time.monotonic() + 1.0
+            state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}
+            self._report(core, pod, p, "Pending", state, ready=False)
+            return
+        p.message_path.unlink(missing_ok=True)
+        wd = c.get("workingDir")
+        cwd = wd if wd and Path(wd).is_dir() else str(p.pod_dir)
+        with open(p.log_path, "ab") as log:
+            p.proc = subprocess.Popen(
+                cmd, env={**self.base_env, **env}, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=set_pdeathsig,
+            )  # fmt: skip
+        p.started_at, p.kill_deadline = now(), None
+        proc = p.proc
+        threading.Thread(target=self._reap, args=(proc,), daemon=True).start()
+        self._report(core, pod, p, "Running", {"running": {"startedAt": p.started_at}}, ready=True)
+
+    def _exited(self, core: Any, pod: Obj, p: PodProcess) -> None:
+        assert p.proc is not None
+        code = p.proc.returncode
+        _kill(p.proc, signal.SIGKILL)  # like a container: the rest of its process group goes too
+        code = 128 - code if code < 0 else code  # killed by signal N -> 128+N, as runtimes report
+        terminated = {
+            "exitCode": code, "reason": "Completed" if code == 0 else "Error",
+            "message": self._termination_message(p), "startedAt": p.started_at, "finishedAt": now(),
+        }  # fmt: skip
+        p.proc = None
+        policy = pod["spec"].get("restartPolicy", "Always")
+        if policy == "Always" or (policy == "OnFailure" and code != 0):
+            p.restart_count += 1
+            p.last_state = {"terminated": terminated}
+            delay = min(self.restart_backoff * 2 ** (p.restart_count - 1), 10 * self.restart_backoff)
+            p.backoff_until = time.monotonic() + delay
+            msg = f"back-off {delay:g}s restarting failed container"
+            self._report(core, pod, p, "Running", {"waiting": {"reason": "CrashLoopBackOff", "message": msg}})
+        else:
+            p.done = True
+            phase = "Succeeded" if code == 0 else "Failed"
+            self._report(core, pod, p, phase, {"terminated": terminated})
+
+    def _terminate(self, core: Any, pod: Obj, p: PodProcess) -> None:
+        """Pod has a deletionTimestamp: SIGTERM, SIGKILL after the grace period, then remove the pod."""
+        if p.deleted:
+            return
+        if p.proc is not None and p.proc.poll() is None:
+            if p.kill_deadline is None:
+                grace = pod["metadata"].get("deletionGracePeriodSeconds")
+                p.kill_deadline = time.monotonic() + min(
+                    float(30 if grace is None else grace), self.max_grace
+                )
+                _kill(p.proc, signal.SIGTERM)
+            if time.monotonic() < p.kill_deadline:
+                return
+        if p.proc is not None:
+            self._hard_kill(p)  # also whatever is left of its process group
+        p.deleted = True
+        opts = {"gracePeriodSeconds": 0, "preconditions": {"uid": p.uid}}
+        try:
+            core.delete_namespaced_pod(p.name, p.namespace, body=opts, _preload_content=False)
+        except ApiException as e:
+            if e.status not in (404, 409):
+                p.deleted = False
+                raise
+
+    def _reap(self, proc: subprocess.Popen[bytes]) -> None:
+        proc.wait()
+        self._wake.set()
+
+    def _hard_kill(self, p: PodProcess) -> None:
+        assert p.proc is not None
+        _kill(p.proc, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.proc.wait(timeout=10)
+
+    def _termination_message(self, p: PodProcess) -> str:
+        with contextlib.suppress(OSError):
+            msg = p.message_path.read_bytes()[-4096:]
+            if msg.strip():
+                return msg.decode(errors="replace")
+        with contextlib.suppress(OSError), open(p.log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 2048))
+            return f.read().decode(errors="replace")
+        return ""
+
+    def _report(
+        self, core: Any, pod: Obj, p: PodProcess, phase: str, state: Obj, ready: bool = False
+    ) -> None:
+        key = json.dumps([phase, state, ready, p.restart_count, p.last_state], sort_keys=True)
+        if key == p.last_report:
+            return
+        c = pod["spec"]["containers"][0]
+        cond = "True" if ready else "False"
+        cs: Obj = {
+            "name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready,
+            "started": "running" in state, "restartCount": p.restart_count, "state": state,
+            "lastState": p.last_state,
+        }  # fmt: skip
+        if "running" in state or "terminated" in state:
+            cs["containerID"] = f"local-process://{p.uid}-{p.restart_count}"
+        types = {"PodScheduled": "True", "Initialized": "True", "ContainersReady": cond, "Ready": cond}
+        conditions = [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in types.items()]
+        status = {
+            "phase": phase, "conditions": conditions, "containerStatuses": [cs], "hostIP": "127.0.0.1",
+            "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}], "startTime": p.started_at or now(),
+        }  # fmt: skip
+        try:
+            core.patch_namespaced_pod_status(
+                p.name, p.namespace, {"status": status}, _content_type=MERGE, _preload_content=False
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        p.last_report = key
+
+    # -- environment -------------------------------------------------------------------------------
+    def _environment(self, core: Any, pod: Obj, p: PodProcess, c: Obj) -> dict[str, str]:
+        md, ns = pod["metadata"], pod["metadata"]["namespace"]
+        env: dict[str, str] = {
+            "HOSTNAME": md["name"],
+            "KUBERNETES_SERVICE_HOST": self.api_host,
+            "KUBERNETES_SERVICE_PORT": self.api_port,
+            "KUBERNETES_SERVICE_PORT_HTTPS": self.api_port,
+            "SPARKCDC_TERMINATION_MESSAGE_PATH": str(p.message_path),
+        }
+        if self._wants_token(pod):
+            env["SPARKCDC_SERVICEACCOUNT_DIR"] = str(self._service_account(core, pod, p))
+        for src in c.get("envFrom") or []:
+            prefix = src.get("prefix", "")
+            for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+                if key in src:
+                    ref = src[key]
+                    data = self._data(core, kind, ns, ref["name"], bool(ref.get("optional")))
+                    env.update({prefix + k: v for k, v in (data or {}).items()})
+        for var in c.get("env") or []:
+            value = self._env_value(core, pod, var, env)
+            if value is not None:
+                env[var["name"]] = value
+        return env
+
+    def _env_value(self, core: Any, pod: Obj, var: Obj, env: dict[str, str]) -> str | None:
+        if "valueFrom" not in var:
+            return expand(var.get("value", ""), env)
+        src, ns = var["valueFrom"], pod["metadata"]["namespace"]
+        for kind, key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+            if key in src:
+                ref, optional = src[key], bool(src[key].get("optional"))
+                data = self._data(core, kind, ns, ref["name"], optional)
+                if data is not None and ref["key"] in data:
+                    return data[ref["key"]]
+                if optional:
+                    return None
+                raise ConfigError(f"couldn't find key {ref['key']} in {kind} {ns}/{ref['name']}")
+        if "fieldRef" in src:
+            path = src["fieldRef"]["fieldPath"]
+            simple = {
+                "metadata.name": pod["metadata"]["name"], "metadata.namespace": ns,
+                "metadata.uid": pod["metadata"]["uid"], "spec.nodeName": self.node_name,
+                "spec.serviceAccountName": pod["spec"].get("serviceAccountName", "default"),
+                "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1",
+            }  # fmt: skip
+            if path in simple:
+                return str(simple[path])
+            m = _FIELD.fullmatch(path)
+            if m:
+                return str(pod["metadata"].get(m.group(1), {}).get(m.group(2), ""))
+            raise ConfigError(f"unsupported fieldRef {path!r} in the test node runner")
+        raise ConfigError(f"unsupported valueFrom for env {var['name']} in the test node runner")
+
+    def _data(self, core: Any, kind: str, ns: str, name: str, optional: bool) -> dict[str, str] | None:
+        read = core.read_namespaced_secret if kind == "Secret" else core.read_namespaced_config_map
+        try:
+            obj = json.loads(read(name, ns, _preload_content=False).data)
+        except ApiException as e:
+            if e.status == 404:
+                if optional:
+                    return None
+                raise ConfigError(f'{kind.lower()} "{name}" not found') from e
+            raise
+        if kind == "Secret":
+            return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
+        return dict(obj.get("data") or {})
+
+    @staticmethod
+    def _wants_token(pod: Obj) -> bool:
+        """ServiceAccount admission adds a projected token volume unless automounting is off."""
+        vols = pod["spec"].get("volumes") or []
+        projected = [s for v in vols for s in (v.get("projected") or {}).get("sources") or []]
+        if any("serviceAccountToken" in s for s in projected):
+            return True
+        return pod["spec"].get("automountServiceAccountToken") is not False and not vols
+
+    def _service_account(self, core: Any, pod: Obj, p: PodProcess) -> Path:
+        if p.sa_dir is not None:
+            return p.sa_dir
+        md = pod["metadata"]
+        sa = pod["spec"].get("serviceAccountName") or "default"
+        body = {"spec": {"audiences": [], "expirationSeconds": 86400,
+                         "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": md["name"],
+                                            "uid": md["uid"]}}}  # fmt: skip
+        try:
+            resp = core.create_namespaced_service_account_token(
+                sa, md["namespace"], body, _preload_content=False
+            )
+        except ApiException as e:
+            raise ConfigError(f"failed to fetch token for serviceaccount {sa!r}: {e.reason}") from e
+        sa_dir = p.pod_dir / "serviceaccount"
+        sa_dir.mkdir(exist_ok=True)
+        (sa_dir / "token").write_text(json.loads(resp.data)["status"]["token"])
+        (sa_dir / "ca.crt").write_bytes(self.ca_pem)
+        (sa_dir / "namespace").write_text(md["namespace"])
+        p.sa_dir = sa_dir
+        return sa_dir

@@ -1,0 +1,167 @@
+"""Running ``sparkcdc operator`` against the test control plane, and small helpers for its tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sparkcdc.testing.kube import ControlPlane, free_port
+from sparkcdc.testing.noderunner import NodeRunner
+
+FAKE_DRIVER = Path(__file__).with_name("fake_driver.py")
+GROUP, VERSION, PLURAL = "sparkcdc.io", "v1alpha1", "cdcpipelines"
+SECRET_VALUE = "pw-e2e-7f3a9c"  # must never show up in a pod spec, status or event
+DRIVER_RULES = [
+    {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get"]},
+    {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["get", "patch"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "delete"]},
+]
+
+
+class RunningOperator:
+    def __init__(self, proc: subprocess.Popen[bytes], log: Path, metrics_port: int) -> None:
+        self.proc, self.log, self.metrics_port = proc, log, metrics_port
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-6000:]
+
+    def assert_alive(self) -> None:
+        assert self.proc.poll() is None, f"the operator exited:\n{self.log_tail()}"
+
+
+def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path) -> RunningOperator:
+    port = free_port()
+    env = cp.env()
+    env.update({
+        "SPARKCDC_DRIVER_COMMAND": json.dumps([sys.executable, str(FAKE_DRIVER)]),
+        "SPARKCDC_SPARK_MASTER": "local[2]",
+        "SPARKCDC_SCHEDULER_NAME": str(runner.scheduler_name),
+        "SPARKCDC_METRICS_PORT": str(port),
+        "SPARKCDC_RESYNC_SECONDS": "5",
+    })  # fmt: skip
+    log = workdir / "operator.log"
+    code = "from sparkcdc.controller.main import operator_main; raise SystemExit(operator_main())"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT)
+    return RunningOperator(proc, log, port)
+
+
+@pytest.fixture(scope="module")
+def operator(
+    control_plane: ControlPlane,
+    node_runner: NodeRunner,
+    sparkcdc_crd: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[RunningOperator]:
+    running = start_operator(control_plane, node_runner, tmp_path_factory.mktemp("operator"))
+    try:
+        yield running
+    finally:
+        running.proc.terminate()
+        try:
+            running.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            running.proc.kill()
+            running.proc.wait()
+
+
+@pytest.fixture
+def driver_account(control_plane: ControlPlane, core: Any, namespace: str) -> str:
+    """The driver's service account with the Role the chart gives it, and the database Secret."""
+    rbac = client.RbacAuthorizationV1Api(control_plane.api_client())
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "sparkcdc-driver"}})
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": "sparkcdc-driver"}, "rules": DRIVER_RULES})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "sparkcdc-driver"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "sparkcdc-driver"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sparkcdc-driver", "namespace": namespace}],
+    })  # fmt: skip
+    secret = {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": SECRET_VALUE}}
+    core.create_namespaced_secret(namespace, secret)
+    return "sparkcdc-driver"
+
+
+def manifest(name: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "source": {
+            "host": "127.0.0.1", "user": "cdc", "tables": ["shop.orders"],
+            "passwordSecretRef": {"name": "mysql-cdc", "key": "password"},
+        },
+        "sink": {"type": "console"},
+        "restartPolicy": {"initialBackoffSeconds": 1, "maxBackoffSeconds": 2},
+    }  # fmt: skip
+    body.update(spec)
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "CdcPipeline",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+class Pipelines:
+    """CdcPipeline calls of one namespace, returning plain dicts."""
+
+    def __init__(self, cp: ControlPlane, namespace: str) -> None:
+        self.api = client.CustomObjectsApi(cp.api_client())
+        self.namespace = namespace
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._json(self.api.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, body, _preload_content=False
+        ))  # fmt: skip
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self._json(self.api.get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, name, _preload_content=False
+            ))  # fmt: skip
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def status(self, name: str) -> dict[str, Any]:
+        obj = self.get(name) or {}
+        result: dict[str, Any] = obj.get("status") or {}
+        return result
+
+    def patch(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._json(self.api.patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name, body,
+            _content_type="application/merge-patch+json", _preload_content=False,
+        ))  # fmt: skip
+
+    def patch_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        return self._json(self.api.patch_namespaced_custom_object_status(
+            GROUP, VERSION, self.namespace, PLURAL, name, {"status": status},
+            _content_type="application/merge-patch+json", _preload_content=False,
+        ))  # fmt: skip
+
+    def delete(self, name: str) -> None:
+        self.api.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+
+    @staticmethod
+    def _json(response: Any) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(response.data)
+        return data
+
+
+def pods_of(core: Any, namespace: str, pipeline: str) -> list[dict[str, Any]]:
+    selector = f"sparkcdc.io/pipeline={pipeline},app.kubernetes.io/component=driver"
+    response = core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
+    items: list[dict[str, Any]] = json.loads(response.data)["items"]
+    return items
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    found = [c for c in status.get("conditions") or [] if c["type"] == type_]
+    return found[0] if found else {}

@@ -1,0 +1,1 @@
+"""Shared test helpers: real services for tests (see tests/conftest.py for the fixtures)."""

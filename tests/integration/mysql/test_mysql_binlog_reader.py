@@ -1,0 +1,186 @@
+"""Bounded binlog reads: exactly the changes in (start, stop], of the given tables only."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from harness.mariadb import binlog_offset
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import WriteRowsEvent
+
+from sparkcdc.core.events import Op
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_reader import BinlogChangeReader, read_changes
+from sparkcdc.mysql.connection import SourceConfig, connect, connection_kwargs
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.testing.mariadb import MariaDBServer
+
+
+def _schemas(cfg: SourceConfig, *tables: TableId) -> dict[TableId, TableSchema]:
+    conn = connect(cfg)
+    try:
+        return {t: load_table_schema(conn, t) for t in tables}
+    finally:
+        conn.close()
+
+
+def test_bounded_read(mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str) -> None:
+    a, b = TableId(fresh_db, "a"), TableId(fresh_db, "b")
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.a (id INT PRIMARY KEY, v VARCHAR(10))")
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.b (id INT PRIMARY KEY, v VARCHAR(10))")
+    schemas = _schemas(source_config, a, b)
+    start = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO `{fresh_db}`.a VALUES (1, 'one'), (2, 'two'), (3, 'three')")  # one event
+    mariadb.execute(f"INSERT INTO `{fresh_db}`.b VALUES (1, 'other')")
+    mariadb.execute(f"UPDATE `{fresh_db}`.a SET id = 10, v = 'ten' WHERE id = 1")
+    mariadb.execute(f"FLUSH BINARY LOGS")  # the read crosses into the next file
+    mariadb.execute(f"DELETE FROM `{fresh_db}`.a WHERE id = 2")
+    stop = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO `{fresh_db}`.a VALUES (99, 'after')")  # after stop: not read
+
+    events = list(read_changes(source_config, 4201, start, stop, {a: schemas[a]}))
+    assert [(e.op, e.index) for e in events] == [
+        (Op.INSERT, 0),
+        (Op.INSERT, 1),
+        (Op.INSERT, 2),
+        (Op.UPDATE, 0),
+        (Op.DELETE, 0),
+    ]
+    assert all(e.table == a for e in events)
+    assert [e.after["id"] for e in events[:3] if e.after] == [1, 2, 3]
+    assert len({e.offset for e in events[:3]}) == 1  # rows of one event share its offset
+    offsets = [e.offset for e in events]
+    assert offsets == sorted(offsets) and start < offsets[0] and offsets[-1] <= stop
+    assert offsets[-1].file != start.file  # rotated
+    update = events[3]
+    assert update.before == {"id": 1, "v": "one"} and update.after == {"id": 10, "v": "ten"}
+    assert events[4].before == {"id": 2, "v": "two"} and events[4].after is None
+    assert all(abs(e.ts_ms / 1000 - time.time()) < 600 for e in events)
+
+    # Reading up to an event's offset includes it; starting at it excludes it.
+    head = list(read_changes(source_config, 4201, start, offsets[3], {a: schemas[a]}))
+    tail = list(read_changes(source_config, 4201, offsets[3], stop, {a: schemas[a]}))
+    assert head == events[:4] and tail == events[4:]
+    assert list(read_changes(source_config, 4201, stop, stop, {a: schemas[a]})) == []
+
+    both = list(read_changes(source_config, 4201, start, stop, schemas))
+    assert [str(e.table) for e in both].count(str(b)) == 1
+
+
+def test_reader_is_reusable_and_tracks_position(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str
+) -> None:
+    t = TableId(fresh_db, "r")
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.r (id INT PRIMARY KEY)")
+    schemas = _schemas(source_config, t)
+    start = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO `{fresh_db}`.r VALUES (1)")
+    middle = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO `{fresh_db}`.r VALUES (2)")
+    end = binlog_offset(mariadb)
+    with BinlogChangeReader(source_config, 4202, schemas) as reader:
+        assert [e.after for e in reader.read(start, middle)] == [{"id": 1}]
+        assert reader.position is not None and reader.position.same_position(middle)
+        assert [e.after for e in reader.read(middle)] == [{"id": 2}]  # no stop: to the current end
+        assert reader.position is not None and reader.position >= end
+
+
+def test_a_purged_start_is_explained(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str
+) -> None:
+    t = TableId(fresh_db, "g")
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.g (id INT PRIMARY KEY)")
+    schemas = _schemas(source_config, t)
+    with pytest.raises(SourceError, match=r"cannot send its binlog from binlog\.999990:4 .*onBinlogLost"):
+        list(
+            read_changes(
+                source_config,
+                4203,
+                BinlogOffset("binlog.999990", 4),
+                BinlogOffset("binlog.999991", 4),
+                schemas,
+            )
+        )
+
+
+class _Competitor:
+    """Another "replica" with the same server id that reconnects whenever it is dropped, as
+    replicas do."""
+
+    def __init__(self, cfg: SourceConfig, server_id: int, start: BinlogOffset) -> None:
+        self._cfg, self._server_id, self._start = cfg, server_id, start
+        self._stop = threading.Event()
+        self._stream: BinLogStreamReader | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._stream = BinLogStreamReader(
+                connection_settings=connection_kwargs(self._cfg),
+                server_id=self._server_id,
+                log_file=self._start.file,
+                log_pos=self._start.pos,
+                resume_stream=True,
+                blocking=True,
+                only_events=[WriteRowsEvent],
+                enable_logging=False,
+            )
+            try:
+                for _ in self._stream:
+                    if self._stop.is_set():
+                        break
+            except Exception:
+                time.sleep(0.05)
+            finally:
+                with contextlib.suppress(Exception):
+                    self._stream.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._stream is not None:
+            with contextlib.suppress(Exception):
+                self._stream.close()
+        self._thread.join(10)
+
+
+@pytest.fixture
+def busy_table(mariadb: MariaDBServer, fresh_db: str) -> Iterator[tuple[TableId, BinlogOffset]]:
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.busy (id INT PRIMARY KEY, pad VARCHAR(200))")
+    start = binlog_offset(mariadb)
+    conn = mariadb.root_connection()
+    with conn.cursor() as cur:
+        for i in range(400):
+            cur.executemany(
+                f"INSERT INTO `{fresh_db}`.busy VALUES (%s, REPEAT('x', 200))",
+                [(i * 10 + j,) for j in range(10)],
+            )
+    conn.close()
+    yield TableId(fresh_db, "busy"), start
+
+
+def test_server_id_clash_is_reported(
+    source_config: SourceConfig, busy_table: tuple[TableId, BinlogOffset]
+) -> None:
+    table, start = busy_table
+    schemas = _schemas(source_config, table)
+    competitor: _Competitor | None = None
+    try:
+        with pytest.raises(SourceError) as caught:
+            for n, _ in enumerate(
+                read_changes(source_config, 4299, start, BinlogOffset("binlog.999999", 4), schemas)
+            ):
+                if n == 10:  # our reader is connected and reading: now the other one registers
+                    competitor = _Competitor(source_config, 4299, start)
+                time.sleep(0.002)  # a slow consumer, so the read is still going on
+    finally:
+        if competitor is not None:
+            competitor.stop()
+    assert str(caught.value).startswith("server id 4299 is already used by another replica")
+    assert str(caught.value).endswith("set spec.source.serverId to a range no other replica uses")

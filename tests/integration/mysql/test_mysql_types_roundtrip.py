@@ -1,0 +1,289 @@
+"""DESIGN §3 rule 7: a row read by the snapshot and the same row decoded from the binlog give the
+same canonical values, for every type family, on a server whose time zone is not UTC."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import struct
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from harness.mariadb import SERVER_TIME_ZONE, binlog_offset
+
+from sparkcdc.core.events import Op
+from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.chunk_reader import read_chunk
+from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.schema import load_table_schema
+from sparkcdc.testing.mariadb import MariaDBServer
+
+UTC = dt.timezone.utc
+
+DDL = """
+CREATE TABLE {t} (
+  id INT PRIMARY KEY,
+  ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,
+  mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,
+  d65 DECIMAL(65,30), d10 DECIMAL(10,2), f FLOAT, db DOUBLE,
+  b1 BIT(1), b10 BIT(10), b64 BIT(64),
+  dte DATE, tm TIME, tm1 TIME(1), tm3 TIME(3), tm6 TIME(6),
+  dtm DATETIME, dtm6 DATETIME(6), ts TIMESTAMP(6) NULL DEFAULT NULL, ts0 TIMESTAMP NULL DEFAULT NULL,
+  yr YEAR,
+  ch CHAR(10), vc VARCHAR(50) CHARACTER SET utf8mb4, tx TEXT, lat VARCHAR(20) CHARACTER SET latin1,
+  bn BINARY(8), vb VARBINARY(20), bl BLOB,
+  e ENUM('a','b','c'), s SET('x','y','z'),
+  j JSON, g GEOMETRY NULL
+)
+"""
+
+ROWS: list[dict[str, Any]] = [
+    dict(
+        id=1,
+        ti=-128,
+        tiu=255,
+        si=-32768,
+        siu=65535,
+        mi=-8388608,
+        miu=16777215,
+        i=-2147483648,
+        iu=4294967295,
+        bi=-(2**63),
+        biu=18446744073709551615,
+        d65=Decimal("-12345678901234567890123456789012345.123456789012345678901234567891"),
+        d10=Decimal("-99999999.99"),
+        f=3.1415927,
+        db=1.7976931348623157e308,
+        b1=1,
+        b10=0b1111111111,
+        b64=2**64 - 1,
+        dte="1000-01-01",
+        tm="-838:59:59",
+        tm1="-00:00:00.5",
+        tm3="-12:34:56.789",
+        tm6="-838:59:58.999999",
+        dtm="1000-01-01 00:00:00",
+        dtm6="9999-12-31 23:59:59.999999",
+        ts="1970-01-01 05:30:01.000001",
+        ts0="2038-01-19 08:44:07",
+        yr=1901,
+        ch="ab",
+        vc="emoji 😀 ünïcode",
+        tx="x" * 1000,
+        lat="café",
+        bn=b"\x00ab",
+        vb=b"\x00\x01\x00",
+        bl=bytes(range(256)),
+        e="c",
+        s="z,x",
+        j='{"a": [1, 2.5, "x"], "b": null}',
+        g="POINT(1 2)",
+    ),
+    dict(
+        id=2,
+        ti=127,
+        tiu=0,
+        si=32767,
+        siu=0,
+        mi=8388607,
+        miu=0,
+        i=2147483647,
+        iu=0,
+        bi=2**63 - 1,
+        biu=0,
+        d65=Decimal("0"),
+        d10=Decimal("0.01"),
+        f=-1e-38,
+        db=-5e-324,
+        b1=0,
+        b10=0,
+        b64=0,
+        dte="9999-12-31",
+        tm="838:59:59",
+        tm1="00:00:00.1",
+        tm3="00:00:00.001",
+        tm6="-00:00:00.000001",
+        dtm="2024-02-29 12:00:00",
+        dtm6="2024-02-29 12:00:00.5",
+        ts="2038-01-19 08:44:07.999999",
+        ts0="2024-06-01 00:00:00",
+        yr=2155,
+        ch="",
+        vc="",
+        tx="",
+        lat="",
+        bn=b"",
+        vb=b"",
+        bl=b"",
+        e="a",
+        s="",
+        j="[]",
+        g="LINESTRING(0 0, 1 1, 2 5)",
+    ),
+    # Zero dates (accepted with sql_mode=''), YEAR 0000, the zero TIMESTAMP.
+    dict(
+        id=3,
+        dte="0000-00-00",
+        dtm="0000-00-00 00:00:00",
+        dtm6="2024-00-10 00:00:00",
+        ts="0000-00-00 00:00:00",
+        yr=0,
+        e="",
+        tm="00:00:00",
+        s="x,y,z",
+    ),
+    dict(id=4),  # all NULL
+]
+
+
+def _random_rows(count: int) -> list[dict[str, Any]]:
+    rng = random.Random(7)
+    rows = []
+    for n in range(count):
+        rows.append(
+            dict(
+                id=100 + n,
+                f=struct.unpack("<f", struct.pack("<f", rng.uniform(-1e6, 1e6)))[0]
+                * rng.choice([1, 1e-20, 1e20]),
+                db=rng.uniform(-1, 1) * 10 ** rng.randint(-300, 300),
+                d65=Decimal(rng.randint(-(10**34), 10**34)) / Decimal(10**30),
+                tm6=f"{rng.choice(['-', ''])}{rng.randint(0, 838)}:{rng.randint(0, 59):02d}:"
+                f"{rng.randint(0, 59):02d}.{rng.randint(0, 999999):06d}",
+                tm3=f"{rng.choice(['-', ''])}{rng.randint(0, 838)}:{rng.randint(0, 59):02d}:"
+                f"{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}",
+                ts=f"20{rng.randint(10, 30)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)} "
+                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00.{rng.randint(0, 999999):06d}",
+                biu=rng.randint(0, 2**64 - 1),
+                b64=rng.randint(0, 2**64 - 1),
+            )
+        )
+    return rows
+
+
+def _insert(server: MariaDBServer, table: str, rows: list[dict[str, Any]]) -> None:
+    conn = server.root_connection()
+    try:
+        with conn.cursor() as cur:
+            # The writer session keeps the server's (non-UTC) zone: TIMESTAMP literals are local.
+            cur.execute("SET SESSION sql_mode = ''")
+            for row in rows:
+                names = list(row)
+                marks = ["ST_GeomFromText(%s)" if n == "g" else "%s" for n in names]
+                cur.execute(
+                    f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(marks)})",
+                    [row[n] for n in names],
+                )
+    finally:
+        conn.close()
+
+
+def _diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    return {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+
+
+def _by_id(rows: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    return {r["id"]: r for r in rows}
+
+
+def test_snapshot_and_binlog_values_agree(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str
+) -> None:
+    assert mariadb.execute("SELECT @@global.time_zone")[0][0] == SERVER_TIME_ZONE
+    table = f"`{fresh_db}`.`types`"
+    mariadb.execute(DDL.format(t=table))
+    start = binlog_offset(mariadb)
+    _insert(mariadb, table, ROWS + _random_rows(200))
+    mariadb.execute(f"UPDATE {table} SET ti = ti")  # no change: no row events
+    mariadb.execute(f"UPDATE {table} SET tiu = 7 WHERE id IN (1, 2, 3)")
+    mariadb.execute(f"DELETE FROM {table} WHERE id = 2")
+    stop = binlog_offset(mariadb)
+
+    tid = TableId(fresh_db, "types")
+    control = connect(source_config)
+    raw = connect(source_config, streaming=True)
+    try:
+        schema = load_table_schema(control, tid)
+        everything = SnapshotSplit(tid, 0, None, None)
+        fast = _by_id(read_chunk(raw, schema, everything, fetch_size=64).to_pylist())
+        slow = _by_id(read_chunk(control, schema, everything).to_pylist())  # PyMySQL-converted values
+    finally:
+        control.close()
+        raw.close()
+
+    events = list(read_changes(source_config, 4101, start, stop, {tid: schema}))
+    inserts = _by_id([e.after for e in events if e.op is Op.INSERT])  # type: ignore[misc]
+    updates = [e for e in events if e.op is Op.UPDATE]
+    deletes = [e for e in events if e.op is Op.DELETE]
+    assert len(inserts) == len(ROWS) + 200 and len(updates) == 3 and len(deletes) == 1
+
+    # Replay the binlog to the state the snapshot saw.
+    replayed = dict(inserts)
+    for event in updates:
+        assert event.after is not None
+        replayed[event.after["id"]] = dict(event.after)
+    for event in deletes:
+        assert event.before is not None
+        del replayed[event.before["id"]]
+
+    assert fast.keys() == replayed.keys() == slow.keys()
+    for key, row in fast.items():
+        assert _diff(row, replayed[key]) == {}, f"row {key}: snapshot vs binlog"
+        assert _diff(row, slow[key]) == {}, f"row {key}: raw vs PyMySQL-converted snapshot"
+
+    # Spot checks of the canonical forms themselves.
+    one = fast[1]
+    assert one["biu"] == Decimal(18446744073709551615)
+    assert one["d65"] == ROWS[0]["d65"]
+    assert one["b1"] is True and one["b10"] == b"\x03\xff" and one["b64"] == b"\xff" * 8
+    assert one["ts"] == dt.datetime(1970, 1, 1, 0, 0, 1, 1, tzinfo=UTC)  # +05:30 local -> UTC
+    assert one["ts0"] == dt.datetime(2038, 1, 19, 3, 14, 7, tzinfo=UTC)
+    assert one["dtm6"] == dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
+    assert one["tm6"] == -dt.timedelta(hours=838, minutes=59, seconds=58, microseconds=999999)
+    assert one["tm3"] == -dt.timedelta(hours=12, minutes=34, seconds=56, microseconds=789000)
+    assert one["tm1"] == -dt.timedelta(microseconds=500000)
+    assert one["bn"] == b"\x00ab" + b"\x00" * 5
+    assert one["s"] == "x,z" and one["e"] == "c" and one["vc"] == "emoji 😀 ünïcode" and one["lat"] == "café"
+    assert one["j"] == ROWS[0]["j"]
+    assert one["g"] == bytes.fromhex("0101000000000000000000f03f0000000000000040")  # WKB of POINT(1 2)
+    zero = fast[3]
+    assert zero["dte"] is None and zero["dtm"] is None and zero["dtm6"] is None and zero["ts"] is None
+    assert zero["yr"] == 0 and zero["e"] == "" and zero["s"] == "x,y,z"
+    assert all(v is None for k, v in fast[4].items() if k != "id")
+    # Before images of updates and deletes are canonical too.
+    assert updates[0].before is not None and updates[0].before["tiu"] == 255
+    assert deletes[0].before is not None and deletes[0].before["s"] == ""
+
+
+@pytest.mark.parametrize("row_metadata", ["MINIMAL"])
+def test_binlog_without_full_row_metadata_uses_the_schema(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, row_metadata: str
+) -> None:
+    """Without binlog_row_metadata=FULL the binlog has no names, signedness or ENUM/SET labels;
+    the reader takes them from the schema and still produces the snapshot's values."""
+    table = f"`{fresh_db}`.`meta`"
+    mariadb.execute(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, u BIGINT UNSIGNED, e ENUM('a','b'), s SET('x','y'), "
+        "lat VARCHAR(10) CHARACTER SET latin1, b VARBINARY(4), n TINYINT UNSIGNED)"
+    )
+    mariadb.execute(f"SET GLOBAL binlog_row_metadata = '{row_metadata}'")
+    try:
+        start = binlog_offset(mariadb)
+        mariadb.execute(
+            f"INSERT INTO {table} VALUES (1, 18446744073709551615, 'b', 'x,y', 'café', 0xff00, 200)"
+        )
+        mariadb.execute(f"INSERT INTO {table} VALUES (2, 1, 'a', '', 'x', '', 0)")
+        stop = binlog_offset(mariadb)
+    finally:
+        mariadb.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
+    tid = TableId(fresh_db, "meta")
+    conn = connect(source_config, streaming=True)
+    try:
+        schema = load_table_schema(conn, tid)
+        snapshot = read_chunk(conn, schema, SnapshotSplit(tid, 0, None, None)).to_pylist()
+    finally:
+        conn.close()
+    events = list(read_changes(source_config, 4102, start, stop, {tid: schema}))
+    assert [e.after for e in events] == snapshot
