@@ -5,14 +5,14 @@
 #   etcd                                             (go.etcd.io/etcd/server/v3 $ETCD_VERSION)
 #   helm                                             (helm.sh/helm/v3 $HELM_VERSION)
 #
-# Everything lands in the git-ignored cache: binaries in .cache/k8s-bin/$K8S_VERSION/, and the Go module
-# and build caches in .cache/go/, so a fresh CI machine builds into the repo's own cache dir.
+# Everything lands in the cache (default ~/.cache/sparkcdc, never in git): binaries in k8s-bin/$K8S_VERSION/, Go module
+# and build caches in go/.
 # Idempotent: a binary whose version stamp matches is reused without running Go at all.
 # Logs go to stderr; the only stdout line is the binary directory (callers take it from there).
 #
 # Usage: hack/k8s-bin.sh [--force]
 # Env:   K8S_VERSION ETCD_VERSION HELM_VERSION  versions (defaults pinned below)
-#        SPARKCDC_CACHE_DIR                     cache root (default: <repo>/.cache)
+#        SPARKCDC_CACHE_DIR                     cache root (default: ~/.cache/sparkcdc)
 #        GO                                     go binary (default: go on PATH, else /usr/local/go/bin/go)
 #        NICE                                   niceness for the builds (default 15)
 set -euo pipefail
@@ -21,7 +21,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.5.35}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
-CACHE=${SPARKCDC_CACHE_DIR:-$ROOT/.cache}
+# Outside the work tree by default, so every fresh clone on a machine (CI clones afresh) reuses it.
+CACHE=${SPARKCDC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sparkcdc}
 NICE=${NICE:-15}
 FORCE=0
 [ "${1:-}" = "--force" ] && FORCE=1
