@@ -13,7 +13,6 @@ from rich.progress import (
     Progress,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
@@ -29,13 +28,10 @@ class RichProgress:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            TextColumn("[bold]{task.description:<20}"),
+            BarColumn(bar_width=16),
             MofNCompleteColumn(),
-            TextColumn("splits"),
-            TextColumn("{task.fields[rows]:>10,} rows"),
-            TextColumn("{task.fields[rate]:>9,.0f} rows/s"),
-            TimeElapsedColumn(),
+            TextColumn("splits {task.fields[rows]:>10,} rows {task.fields[rate]:>8,.0f}/s"),
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=self.console,
