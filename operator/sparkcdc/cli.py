@@ -51,6 +51,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 130
 
 
+def _cmd_status(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparkcdc.status_table import render_status
+
+    return render_status(Path(args.state_dir))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparkcdc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -74,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
         "observed at that moment, with everything committed",
     )
     run.set_defaults(func=_cmd_run)
+
+    status = sub.add_parser("status", help="progress table of the pipelines checkpointed in --state-dir")
+    status.add_argument("--state-dir", default=".sparkcdc-state")
+    status.set_defaults(func=_cmd_status)
     return parser
 
 
