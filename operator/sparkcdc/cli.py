@@ -59,6 +59,18 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return render_status(Path(args.state_dir))
 
 
+def _cmd_operator(args: argparse.Namespace) -> int:
+    from sparkcdc.controller.main import operator_main
+
+    return operator_main(args.operator_args)
+
+
+def _cmd_driver(args: argparse.Namespace) -> int:
+    from sparkcdc.controller.driver_main import driver_main
+
+    return driver_main()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparkcdc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,6 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_cmd_run)
 
+    operator = sub.add_parser(
+        "operator",
+        help="run the Kubernetes operator (kopf); `sparkcdc operator --help` lists its flags",
+        add_help=False,  # --help goes to the operator's own parser
+    )
+    operator.add_argument("operator_args", nargs=argparse.REMAINDER)
+    operator.set_defaults(func=_cmd_operator)
+
+    driver = sub.add_parser(
+        "driver", help="the driver pod's entry point (reads its settings from the environment)"
+    )
+    driver.set_defaults(func=_cmd_driver)
+
     status = sub.add_parser("status", help="progress table of the pipelines checkpointed in --state-dir")
     status.add_argument("--state-dir", default=".sparkcdc-state")
     status.set_defaults(func=_cmd_status)
@@ -90,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["operator"]:
+        # The operator has its own parser (flags and --help); argparse's REMAINDER cannot pass
+        # an option-like first argument through.
+        from sparkcdc.controller.main import operator_main
+
+        return operator_main(args_list[1:])
+    args = build_parser().parse_args(args_list)
     code: int = args.func(args)
     return code

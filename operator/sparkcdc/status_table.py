@@ -14,7 +14,7 @@ _SUFFIX = ".checkpoint.json"
 
 
 def checkpoint_rows(name: str, checkpoint: Checkpoint) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for table in sorted(set(checkpoint.plans) | set(checkpoint.tables)):
         state = checkpoint.tables.get(table)
         plan = checkpoint.plans.get(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -37,11 +38,16 @@ class RunningOperator:
         assert self.proc.poll() is None, f"the operator exited:\n{self.log_tail()}"
 
 
-def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path) -> RunningOperator:
+REAL_DRIVER = [sys.executable, "-m", "sparkcdc", "driver"]
+
+
+def start_operator(
+    cp: ControlPlane, runner: NodeRunner, workdir: Path, command: list[str] | None = None
+) -> RunningOperator:
     port = free_port()
     env = cp.env()
     env.update({
-        "SPARKCDC_DRIVER_COMMAND": json.dumps([sys.executable, str(FAKE_DRIVER)]),
+        "SPARKCDC_DRIVER_COMMAND": json.dumps(command or [sys.executable, str(FAKE_DRIVER)]),
         "SPARKCDC_SPARK_MASTER": "local[2]",
         "SPARKCDC_SCHEDULER_NAME": str(runner.scheduler_name),
         "SPARKCDC_METRICS_PORT": str(port),
@@ -54,14 +60,11 @@ def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path) -> Runni
     return RunningOperator(proc, log, port)
 
 
-@pytest.fixture(scope="module")
-def operator(
-    control_plane: ControlPlane,
-    node_runner: NodeRunner,
-    sparkcdc_crd: str,
-    tmp_path_factory: pytest.TempPathFactory,
+@contextlib.contextmanager
+def operator_running(
+    cp: ControlPlane, runner: NodeRunner, workdir: Path, command: list[str] | None = None
 ) -> Iterator[RunningOperator]:
-    running = start_operator(control_plane, node_runner, tmp_path_factory.mktemp("operator"))
+    running = start_operator(cp, runner, workdir, command)
     try:
         yield running
     finally:
@@ -73,10 +76,21 @@ def operator(
             running.proc.wait()
 
 
-@pytest.fixture
-def driver_account(control_plane: ControlPlane, core: Any, namespace: str) -> str:
+@pytest.fixture(scope="module", name="operator")
+def operator_fixture(
+    control_plane: ControlPlane,
+    node_runner: NodeRunner,
+    sparkcdc_crd: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[RunningOperator]:
+    """The operator with the fake driver; one per module, so two never act on the same pipelines."""
+    with operator_running(control_plane, node_runner, tmp_path_factory.mktemp("operator")) as running:
+        yield running
+
+
+def create_driver_account(cp: ControlPlane, core: Any, namespace: str, password: str) -> None:
     """The driver's service account with the Role the chart gives it, and the database Secret."""
-    rbac = client.RbacAuthorizationV1Api(control_plane.api_client())
+    rbac: Any = client.RbacAuthorizationV1Api(cp.api_client())
     core.create_namespaced_service_account(namespace, {"metadata": {"name": "sparkcdc-driver"}})
     rbac.create_namespaced_role(namespace, {"metadata": {"name": "sparkcdc-driver"}, "rules": DRIVER_RULES})
     rbac.create_namespaced_role_binding(namespace, {
@@ -84,8 +98,13 @@ def driver_account(control_plane: ControlPlane, core: Any, namespace: str) -> st
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "sparkcdc-driver"},
         "subjects": [{"kind": "ServiceAccount", "name": "sparkcdc-driver", "namespace": namespace}],
     })  # fmt: skip
-    secret = {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": SECRET_VALUE}}
+    secret = {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": password}}
     core.create_namespaced_secret(namespace, secret)
+
+
+@pytest.fixture(name="driver_account")
+def driver_account_fixture(control_plane: ControlPlane, core: Any, namespace: str) -> str:
+    create_driver_account(control_plane, core, namespace, SECRET_VALUE)
     return "sparkcdc-driver"
 
 

@@ -1,0 +1,290 @@
+"""Pure builders of the objects the operator creates: the driver Pod and its headless Service.
+
+No I/O: every input is an argument, so the output is easy to test and to diff. Database
+credentials reach the driver only as ``env.valueFrom.secretKeyRef``; the env var names come from
+:func:`secret_env_name`, which the driver uses again to find them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sparkcdc.api.resource import API_VERSION, KIND, CdcPipeline
+from sparkcdc.api.spec import CdcPipelineSpec, memory_mib
+from sparkcdc.core.reconcile_status import driver_pod_name, driver_service_name
+
+DEFAULT_SPARK_MASTER = "k8s://https://kubernetes.default.svc"
+DEFAULT_DRIVER_COMMAND: tuple[str, ...] = ("sparkcdc", "driver")
+SPARK_UID = 185  # the user of the official Spark images
+DRIVER_PORT = 7078
+BLOCK_MANAGER_PORT = 7079
+SPARK_LOCAL_DIR = "/var/lib/sparkcdc/spark-local"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+LABEL_NAME = "app.kubernetes.io/name"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+LABEL_INSTANCE = "app.kubernetes.io/instance"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_PIPELINE = "sparkcdc.io/pipeline"
+ANNOTATION_EPOCH = "sparkcdc.io/epoch"
+ANNOTATION_SPEC_HASH = "sparkcdc.io/spec-hash"
+ANNOTATION_RESTART_NONCE = "sparkcdc.io/restart-nonce"
+ANNOTATION_RESNAPSHOT_NONCE = "sparkcdc.io/resnapshot-nonce"
+
+ENV_PIPELINE_NAME = "SPARKCDC_PIPELINE_NAME"
+ENV_PIPELINE_NAMESPACE = "SPARKCDC_PIPELINE_NAMESPACE"
+ENV_EPOCH = "SPARKCDC_EPOCH"
+ENV_SPARK_MASTER = "SPARKCDC_SPARK_MASTER"
+ENV_POD_NAME = "SPARKCDC_POD_NAME"
+ENV_IMAGE = "SPARKCDC_IMAGE"
+ENV_DRIVER_HOST = "SPARK_DRIVER_HOST"
+SECRET_ENV_PREFIX = "SPARKCDC_SECRET_"
+
+# Fields that change how the operator treats the driver, not what the driver does: changing them
+# must not roll it. The nonces are compared one by one (so the Event names the reason).
+_UNHASHED = ("suspend", "restartPolicy", "statePolicy", "restartNonce", "resnapshotNonce", "resnapshotTables")
+
+
+def secret_env_name(field_path: str) -> str:
+    """``spec.source.passwordSecretRef`` -> ``SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF``.
+
+    The one mapping from a secret reference's field path to the env var carrying its value: the
+    pod builder names the variables with it, and the driver reads them back with it.
+    """
+    return SECRET_ENV_PREFIX + re.sub(r"[^A-Za-z0-9]+", "_", field_path).strip("_").upper()
+
+
+def spec_hash(spec: CdcPipelineSpec) -> str:
+    """A short digest of everything in the spec the driver depends on."""
+    data = {k: v for k, v in spec.to_k8s().items() if k not in _UNHASHED}
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def labels(pipeline: CdcPipeline, component: str) -> dict[str, str]:
+    return {
+        LABEL_NAME: "sparkcdc",
+        LABEL_COMPONENT: component,
+        LABEL_INSTANCE: pipeline.metadata.name,
+        LABEL_MANAGED_BY: "sparkcdc-operator",
+        LABEL_PIPELINE: pipeline.metadata.name,
+    }
+
+
+def driver_selector(name: str) -> dict[str, str]:
+    """Labels selecting the driver pods of pipeline ``name`` (all epochs)."""
+    return {LABEL_NAME: "sparkcdc", LABEL_COMPONENT: "driver", LABEL_PIPELINE: name}
+
+
+def owner_reference(pipeline: CdcPipeline) -> dict[str, Any]:
+    if not pipeline.metadata.uid:
+        raise ValueError(f"CdcPipeline {pipeline.metadata.name} has no uid; read it from the API first")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": pipeline.metadata.name,
+        "uid": pipeline.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def driver_host(pipeline: CdcPipeline) -> str:
+    """``spark.driver.host``: executors reach the driver through its headless Service."""
+    return f"{driver_service_name(pipeline.metadata.name)}.{_namespace(pipeline)}.svc"
+
+
+def driver_pod(
+    pipeline: CdcPipeline,
+    epoch: int,
+    *,
+    image: str,
+    spark_master: str,
+    service_account: str,
+    spec_hash: str,
+    command: Sequence[str] = DEFAULT_DRIVER_COMMAND,
+    scheduler_name: str | None = None,
+) -> dict[str, Any]:
+    """The driver Pod of ``epoch``; ``restartPolicy: Never`` because the operator does the restarts."""
+    spec = pipeline.spec
+    annotations = {ANNOTATION_EPOCH: str(epoch), ANNOTATION_SPEC_HASH: spec_hash}
+    if spec.restart_nonce is not None:
+        annotations[ANNOTATION_RESTART_NONCE] = spec.restart_nonce
+    if spec.resnapshot_nonce is not None:
+        annotations[ANNOTATION_RESNAPSHOT_NONCE] = spec.resnapshot_nonce
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": service_account,
+        "automountServiceAccountToken": True,  # the driver writes its checkpoint to status
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": SPARK_UID,
+            "runAsGroup": SPARK_UID,
+            "fsGroup": SPARK_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [_driver_container(pipeline, epoch, image, spark_master, command)],
+        "volumes": [
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "spark-local", "emptyDir": {}},
+        ],
+    }
+    if scheduler_name:
+        pod_spec["schedulerName"] = scheduler_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": driver_pod_name(pipeline.metadata.name, epoch),
+            "namespace": _namespace(pipeline),
+            "labels": labels(pipeline, "driver"),
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(pipeline)],
+        },
+        "spec": pod_spec,
+    }
+
+
+def _driver_container(
+    pipeline: CdcPipeline, epoch: int, image: str, spark_master: str, command: Sequence[str]
+) -> dict[str, Any]:
+    spark = pipeline.spec.spark
+    container: dict[str, Any] = {
+        "name": "driver",
+        "image": image,
+        "command": list(command),
+        "env": _driver_env(pipeline, epoch, image, spark_master),
+        "ports": [
+            {"name": "driver-rpc", "containerPort": DRIVER_PORT, "protocol": "TCP"},
+            {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT, "protocol": "TCP"},
+        ],
+        "resources": _driver_resources(spark.driver.cores, spark.driver.memory),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": SPARK_UID,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "privileged": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": [
+            {"name": "tmp", "mountPath": "/tmp"},
+            {"name": "spark-local", "mountPath": SPARK_LOCAL_DIR},
+        ],
+    }
+    if spark.image_pull_policy is not None:
+        container["imagePullPolicy"] = spark.image_pull_policy
+    return container
+
+
+def _driver_env(pipeline: CdcPipeline, epoch: int, image: str, spark_master: str) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": ENV_PIPELINE_NAME, "value": pipeline.metadata.name},
+        {"name": ENV_PIPELINE_NAMESPACE, "value": _namespace(pipeline)},
+        {"name": ENV_EPOCH, "value": str(epoch)},
+        {"name": ENV_SPARK_MASTER, "value": spark_master},
+        {"name": ENV_DRIVER_HOST, "value": driver_host(pipeline)},
+        {"name": ENV_IMAGE, "value": image},
+        {"name": ENV_POD_NAME, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        # The root filesystem is read-only: Spark, Ivy and Python caches go to the emptyDirs.
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "SPARK_LOCAL_DIRS", "value": SPARK_LOCAL_DIR},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+    ]
+    for path, ref in pipeline.secret_refs():
+        env.append({
+            "name": secret_env_name(path),
+            "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
+        })  # fmt: skip
+    return env
+
+
+def _driver_resources(cores: int, memory: str) -> dict[str, Any]:
+    """The JVM heap plus Spark's default overhead (10%, at least 384 MiB) as request and limit."""
+    heap = memory_mib(memory)
+    total = heap + max(384, heap // 10)
+    return {
+        "requests": {"cpu": str(cores), "memory": f"{total}Mi"},
+        "limits": {"memory": f"{total}Mi"},
+    }
+
+
+def driver_service(pipeline: CdcPipeline) -> dict[str, Any]:
+    """Headless Service giving the driver a stable DNS name for Spark client mode."""
+    name = pipeline.metadata.name
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": driver_service_name(name),
+            "namespace": _namespace(pipeline),
+            "labels": labels(pipeline, "driver"),
+            "ownerReferences": [owner_reference(pipeline)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": driver_selector(name),
+            # Executors connect while the driver starts, before any readiness would be reported.
+            "publishNotReadyAddresses": True,
+            "ports": [
+                {"name": "driver-rpc", "port": DRIVER_PORT, "targetPort": DRIVER_PORT, "protocol": "TCP"},
+                {
+                    "name": "blockmanager",
+                    "port": BLOCK_MANAGER_PORT,
+                    "targetPort": BLOCK_MANAGER_PORT,
+                    "protocol": "TCP",
+                },
+            ],
+        },
+    }
+
+
+def driver_spark_conf(pipeline: CdcPipeline, master: str, env: Mapping[str, str]) -> dict[str, str]:
+    """Spark settings of the driver; for a Kubernetes master also client-mode networking and executors."""
+    spark = pipeline.spec.spark
+    conf = {"spark.driver.memory": spark.driver.memory}
+    if master.startswith("k8s://"):
+        conf.update(_kubernetes_conf(pipeline, env))
+    conf.update(spark.conf)  # the user's settings win
+    return conf
+
+
+def _kubernetes_conf(pipeline: CdcPipeline, env: Mapping[str, str]) -> dict[str, str]:
+    spark, name = pipeline.spec.spark, pipeline.metadata.name
+    token_dir = env.get("SPARKCDC_SERVICEACCOUNT_DIR", SERVICE_ACCOUNT_DIR)
+    conf = {
+        "spark.submit.deployMode": "client",
+        "spark.driver.host": env.get(ENV_DRIVER_HOST, driver_host(pipeline)),
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.port": str(DRIVER_PORT),
+        "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
+        "spark.local.dir": SPARK_LOCAL_DIR,
+        "spark.kubernetes.namespace": _namespace(pipeline),
+        "spark.kubernetes.driver.pod.name": env.get(ENV_POD_NAME, ""),
+        "spark.kubernetes.container.image": env.get(ENV_IMAGE, spark.image),
+        "spark.kubernetes.authenticate.caCertFile": f"{token_dir}/ca.crt",
+        "spark.kubernetes.authenticate.oauthTokenFile": f"{token_dir}/token",
+        "spark.kubernetes.executor.podNamePrefix": f"{name}-e{env.get(ENV_EPOCH, '0')}",
+        "spark.executor.instances": str(spark.executor.instances),
+        "spark.executor.cores": str(spark.executor.cores),
+        "spark.executor.memory": spark.executor.memory,
+    }
+    for key, value in labels(pipeline, "executor").items():
+        conf[f"spark.kubernetes.executor.label.{key}"] = value
+    for path, ref in pipeline.secret_refs():
+        conf[f"spark.kubernetes.executor.secretKeyRef.{secret_env_name(path)}"] = f"{ref.name}:{ref.key}"
+    if spark.image_pull_policy is not None:
+        conf["spark.kubernetes.container.image.pullPolicy"] = spark.image_pull_policy
+    return conf
+
+
+def _namespace(pipeline: CdcPipeline) -> str:
+    return pipeline.metadata.namespace or "default"

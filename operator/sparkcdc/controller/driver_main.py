@@ -1,0 +1,110 @@
+"""``sparkcdc driver``: the driver pod's entry point.
+
+Reads its CdcPipeline, resolves secrets from the env vars the pod builder mapped them to, and runs
+the pipeline on Spark with the checkpoint in ``status.checkpoint``, fenced by ``$SPARKCDC_EPOCH``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import MutableMapping
+from types import FrameType
+
+from sparkcdc.api.resource import CdcPipeline
+from sparkcdc.controller.builders import (
+    DEFAULT_SPARK_MASTER,
+    ENV_EPOCH,
+    ENV_PIPELINE_NAME,
+    ENV_PIPELINE_NAMESPACE,
+    ENV_SPARK_MASTER,
+    driver_spark_conf,
+)
+from sparkcdc.controller.client import KubeClient, load_config
+from sparkcdc.controller.driver_support import (
+    StatusProgress,
+    apply_resnapshot,
+    env_secrets,
+    with_assigned_server_ids,
+    write_termination_message,
+)
+from sparkcdc.errors import USER_ERRORS
+from sparkcdc.spark.pipeline import PipelineDriver
+from sparkcdc.spark.runtime import build_runtime
+from sparkcdc.spark.session import create_session
+from sparkcdc.state.status_store import FencedError, StatusCheckpointStore
+
+log = logging.getLogger("sparkcdc.driver")
+EXIT_FAILED, EXIT_USER_ERROR, EXIT_FENCED = 1, 2, 3
+
+
+def run_pipeline(driver: PipelineDriver) -> None:
+    """The engine's phases in order: the one place the driver pod runs them."""
+    driver.run(exit_when_caught_up=False)
+
+
+def driver_main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Pod deletion sends SIGTERM: unwind through the finally blocks so the last checkpoint is flushed
+    # (the epoch is still ours until the pod is gone).
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        _run()
+    except FencedError as err:
+        log.warning("%s", err)
+        write_termination_message(f"fenced: {err}")
+        return EXIT_FENCED
+    except USER_ERRORS as err:
+        log.error("%s", err)
+        write_termination_message(str(err))
+        return EXIT_USER_ERROR
+    except Exception as err:
+        log.exception("the driver failed")
+        write_termination_message(f"{type(err).__name__}: {err}")
+        return EXIT_FAILED
+    write_termination_message("finished")
+    return 0
+
+
+def _run() -> None:
+    env = os.environ
+    _check_local_dirs(env)
+    namespace, name = env[ENV_PIPELINE_NAMESPACE], env[ENV_PIPELINE_NAME]
+    epoch = int(env[ENV_EPOCH])
+    master = env.get(ENV_SPARK_MASTER) or DEFAULT_SPARK_MASTER
+    kube = KubeClient.from_config(load_config())
+    obj = kube.get_pipeline(namespace, name)
+    if obj is None:
+        raise RuntimeError(f"CdcPipeline {namespace}/{name} does not exist (deleted?)")
+    pipeline = with_assigned_server_ids(CdcPipeline.from_k8s(obj))
+    log.info("driver of %s/%s, epoch %d, Spark master %s", namespace, name, epoch, master)
+    store = StatusCheckpointStore(kube.api, namespace, name, epoch)
+    try:
+        runtime = build_runtime(pipeline, env_secrets(env))
+        apply_resnapshot(store, pipeline)
+        spark = create_session(
+            f"sparkcdc-{namespace}-{name}", master, driver_spark_conf(pipeline, master, env)
+        )
+        try:
+            run_pipeline(PipelineDriver(runtime, store, spark, StatusProgress(store)))
+        finally:
+            spark.stop()
+    finally:
+        store.close()
+
+
+def _check_local_dirs(env: MutableMapping[str, str]) -> None:
+    """Spark's scratch space is an emptyDir in a pod; where it cannot be created (a test node runs
+    the pod as a plain process) Spark falls back to the temp directory."""
+    local = env.get("SPARK_LOCAL_DIRS")
+    if local:
+        try:
+            os.makedirs(local, exist_ok=True)
+        except OSError:
+            del env["SPARK_LOCAL_DIRS"]
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)

@@ -1,0 +1,209 @@
+"""One reconcile of one CdcPipeline: observe through the API, decide (``core.reconcile``), act.
+
+Handlers of every kind (create, update, resume, timer, pod events, delayed requeues) end up here;
+a per-pipeline lock makes them take turns. A status conflict means something changed while we
+decided: observe again and decide again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from sparkcdc.api.resource import CdcPipeline
+from sparkcdc.api.source import parse_server_id_range
+from sparkcdc.controller.builders import driver_pod, driver_service, spec_hash
+from sparkcdc.controller.client import ConflictError, KubeClient
+from sparkcdc.controller.metrics import OperatorMetrics
+from sparkcdc.controller.observe import ProgressClock, driver_pod_view
+from sparkcdc.controller.retain import restore_state
+from sparkcdc.controller.settings import OperatorSettings
+from sparkcdc.core.reconcile import reconcile
+from sparkcdc.core.reconcile_status import driver_service_name
+from sparkcdc.core.reconcile_types import (
+    Action,
+    CreatePod,
+    CreateService,
+    DeletePod,
+    Event,
+    Observed,
+    PatchStatus,
+    Requeue,
+    Settings,
+    format_time,
+)
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+MAX_ATTEMPTS = 5
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        kube: KubeClient,
+        settings: OperatorSettings,
+        metrics: OperatorMetrics,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.kube, self.settings, self.metrics, self._clock = kube, settings, metrics, clock
+        self.decisions = Settings(stall_seconds=settings.stall_seconds)
+        self._progress = ProgressClock()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        # Server-id assignment reads the other pipelines' ranges and writes one: one at a time.
+        self._assign_lock = threading.Lock()
+
+    def lock(self, namespace: str, name: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault((namespace, name), threading.Lock())
+
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        """Reconcile once; returns the seconds after which to reconcile again (at most the resync
+        interval), or None when the pipeline no longer exists."""
+        with self.lock(namespace, name):
+            self.metrics.reconciles.inc()
+            try:
+                for _ in range(MAX_ATTEMPTS):
+                    try:
+                        return self._once(namespace, name)
+                    except ConflictError:
+                        log.debug("CdcPipeline %s/%s changed while reconciling; again", namespace, name)
+                return 1.0
+            except Exception:
+                self.metrics.reconcile_errors.inc()
+                raise
+
+    def forget(self, uid: str) -> None:
+        self._progress.forget(uid)
+        self.metrics.set_phase(uid, None)
+
+    # -- one pass --------------------------------------------------------------------------------
+    def _once(self, namespace: str, name: str) -> float | None:
+        obj = self.kube.get_pipeline(namespace, name)
+        if obj is None:
+            return None
+        now = self._clock()
+        if restore_state(self.kube, obj, format_time(now)):
+            obj = self.kube.get_pipeline(namespace, name)
+            if obj is None:
+                return None
+        try:
+            pipeline = CdcPipeline.from_k8s(obj)
+        except ValidationError as err:
+            self._report_invalid(obj, err, now)
+            return self.settings.resync_seconds
+        spec, status = pipeline.spec, pipeline.status
+        if spec.source.server_id is None and not (status and status.server_id_range):
+            with self._assign_lock:
+                return self._decide_and_act(obj, pipeline, now, self._server_ids_in_use(pipeline))
+        return self._decide_and_act(obj, pipeline, now, None)
+
+    def _decide_and_act(
+        self, obj: Obj, pipeline: CdcPipeline, now: datetime, ids: tuple[tuple[int, int], ...] | None
+    ) -> float | None:
+        md = obj["metadata"]
+        namespace, name = md["namespace"], md["name"]
+        observed = Observed(
+            pipeline=name,
+            generation=int(md.get("generation") or 0),
+            spec_hash=spec_hash(pipeline.spec),
+            pods=tuple(driver_pod_view(p, now) for p in self.kube.list_driver_pods(namespace, name)),
+            service_exists=self.kube.service_exists(namespace, driver_service_name(name)),
+            deleting=md.get("deletionTimestamp") is not None,
+            last_progress_at=self._progress.last_progress(md.get("uid", ""), obj.get("status"), now),
+            server_ids_in_use=ids,
+        )
+        actions = reconcile(pipeline.spec, pipeline.status, observed, now, self.decisions)
+        return self._execute(obj, pipeline, actions, now)
+
+    def _execute(
+        self, obj: Obj, pipeline: CdcPipeline, actions: Sequence[Action], now: datetime
+    ) -> float | None:
+        md = obj["metadata"]
+        namespace, name = md["namespace"], md["name"]
+        requeue = self.settings.resync_seconds
+        for action in actions:
+            if isinstance(action, PatchStatus):
+                version = obj["metadata"]["resourceVersion"]
+                obj = self.kube.patch_pipeline_status(namespace, name, dict(action.fields), version)
+            elif isinstance(action, CreateService):
+                self.kube.create_service(driver_service(pipeline))
+            elif isinstance(action, CreatePod):
+                self.kube.create_pod(self.driver_pod(pipeline, action.epoch))
+            elif isinstance(action, DeletePod):
+                log.info("deleting driver pod %s/%s: %s", namespace, action.name, action.reason)
+                self.kube.delete_pod(namespace, action.name)
+                if action.reason == "RestartAfterFailure":
+                    self.metrics.driver_restarts.inc()
+            elif isinstance(action, Event):
+                self._event(obj, action, now)
+            elif isinstance(action, Requeue):
+                requeue = min(requeue, action.seconds)
+        self.metrics.set_phase(md.get("uid", ""), (obj.get("status") or {}).get("phase"))
+        return requeue
+
+    def driver_pod(self, pipeline: CdcPipeline, epoch: int) -> Obj:
+        spark = pipeline.spec.spark
+        return driver_pod(
+            pipeline,
+            epoch,
+            image=spark.image,
+            spark_master=spark.master or self.settings.spark_master,
+            service_account=self.settings.driver_service_account,
+            spec_hash=spec_hash(pipeline.spec),
+            command=self.settings.driver_command,
+            scheduler_name=self.settings.scheduler_name,
+        )
+
+    def _event(self, obj: Obj, event: Event, now: datetime) -> None:
+        try:
+            self.kube.post_event(obj, event.type, event.reason, event.message, now=format_time(now))
+        except Exception as err:  # events are best effort; the status says the same
+            log.warning("could not post event %s: %s", event.reason, err)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _server_ids_in_use(self, pipeline: CdcPipeline) -> tuple[tuple[int, int], ...]:
+        """Server-id ranges of the other pipelines reading the same source host."""
+        if self.settings.namespaces:
+            items = [p for ns in self.settings.namespaces for p in self.kube.list_pipelines(ns)]
+        else:
+            items = self.kube.list_pipelines()
+        ranges = []
+        for item in items:
+            if item["metadata"].get("uid") == pipeline.metadata.uid:
+                continue
+            source = (item.get("spec") or {}).get("source") or {}
+            if source.get("host") != pipeline.spec.source.host:
+                continue
+            text = source.get("serverId") or (item.get("status") or {}).get("serverIdRange")
+            try:
+                ranges.append(parse_server_id_range(str(text))) if text else None
+            except ValueError:
+                continue
+        return tuple(ranges)
+
+    def _report_invalid(self, obj: Obj, err: ValidationError, now: datetime) -> None:
+        """The apiserver's schema should have refused this; say so instead of guessing."""
+        generation = obj["metadata"].get("generation")
+        status = obj.get("status") or {}
+        if status.get("observedGeneration") == generation and status.get("phase") == "Failed":
+            return
+        message = f"the spec is invalid: {err.error_count()} problem(s), first: {err.errors()[0]['msg']}"
+        condition = {
+            "type": "Stalled", "status": "True", "reason": "InvalidSpec", "message": message,
+            "lastTransitionTime": format_time(now), "observedGeneration": generation,
+        }  # fmt: skip
+        md = obj["metadata"]
+        patch = {"phase": "Failed", "observedGeneration": generation, "conditions": [condition]}
+        self.kube.patch_pipeline_status(md["namespace"], md["name"], patch, None)
+        self._event(obj, Event("Warning", "InvalidSpec", message), now)

@@ -1,0 +1,307 @@
+"""The operator's decisions: from spec, status and what the handler observed to a list of actions.
+
+Pure and level-based: the same inputs always give the same actions, and executing them then
+reconciling again converges. Rules that keep the pipeline correct:
+
+* at most one driver pod per pipeline is alive; ``status.driver.epoch`` rises only when no pod
+  of the pipeline exists any more (not even a terminating one), and the status patch raising it
+  comes before the ``CreatePod`` of that epoch — so a zombie driver is always fenced out;
+* the operator restarts failed drivers itself (pods use ``restartPolicy: Never``) with capped
+  exponential backoff; a failure is recorded once, marked by ``status.driver.lastFailure``
+  starting with the failed pod's name; the failed pod is kept until its backoff has elapsed, so
+  its finish time and logs stay observable;
+* ``status.checkpoint`` and ``status.progress`` belong to the driver and are never written here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sparkcdc.core.reconcile_status import assemble, driver_pod_name, pending_cause, running_phase
+from sparkcdc.core.reconcile_types import (
+    Action,
+    CreatePod,
+    DeletePod,
+    DriverPod,
+    Event,
+    Observed,
+    RestartPolicyView,
+    Settings,
+    SpecView,
+    StatusView,
+    Verdict,
+    format_time,
+)
+
+__all__ = ["backoff_seconds", "reconcile"]
+
+# Event and condition reasons other parts (metrics, docs, Argo CD health) rely on.
+DRIVER_FAILED = "DriverFailed"
+MAX_RESTARTS = "MaxRestartsExceeded"
+FALSE = ("False", "", "")
+
+
+@dataclass(frozen=True)
+class _Failure:
+    reason: str  # DriverFailed, or the cause of a Pending timeout (Unschedulable, ...)
+    summary: str
+    at: datetime
+    ran_for: float  # seconds the driver ran before failing; 0 when it never started
+    pending: bool = False
+
+
+@dataclass
+class _Plan:
+    verdict: Verdict
+    pod_actions: list[Action] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    requeue: float | None = None
+
+
+@dataclass(frozen=True)
+class _Context:
+    spec: SpecView
+    status: StatusView | None
+    observed: Observed
+    now: datetime
+    settings: Settings
+
+    @property
+    def epoch(self) -> int:
+        driver = self.status.driver if self.status else None
+        return driver.epoch if driver else 0
+
+    @property
+    def restarts(self) -> int:
+        driver = self.status.driver if self.status else None
+        return driver.restarts if driver else 0
+
+    @property
+    def last_failure(self) -> str:
+        driver = self.status.driver if self.status else None
+        return (driver.last_failure or "") if driver else ""
+
+    @property
+    def current(self) -> DriverPod | None:
+        """The live pod of the current epoch (a terminating one does not count)."""
+        return next((p for p in self.observed.pods if p.epoch == self.epoch and not p.deleting), None)
+
+    @property
+    def failed_locked(self) -> bool:
+        """Phase Failed sticks until the spec changes (a new generation, e.g. a restartNonce)."""
+        status = self.status
+        return bool(
+            status and status.phase == "Failed" and status.observed_generation == self.observed.generation
+        )
+
+
+def reconcile(
+    spec: SpecView,
+    status: StatusView | None,
+    observed: Observed,
+    now: datetime,
+    settings: Settings | None = None,
+) -> list[Action]:
+    """The actions that move the cluster towards ``spec``, in the order they must be executed.
+
+    Stop at the first action that fails (a status conflict in particular) and reconcile again.
+    """
+    if observed.deleting:
+        # Owner references remove the pods; deleting them now stops the driver without delay.
+        return [DeletePod(p.name, "PipelineDeleted") for p in observed.pods if not p.deleting]
+    ctx = _Context(spec, status, observed, now, settings or Settings())
+    plan = _decide(ctx)
+    current = ctx.current
+    stale = [DeletePod(p.name, "StaleEpoch") for p in observed.pods if not p.deleting and p is not current]
+    return assemble(ctx.spec, ctx.status, observed, now, ctx.settings, plan.verdict, [
+        *stale, *plan.pod_actions, *plan.events
+    ], plan.requeue)  # fmt: skip
+
+
+def _decide(ctx: _Context) -> _Plan:
+    current = ctx.current
+    if ctx.spec.suspend:
+        return _suspend(ctx, current)
+    if ctx.failed_locked:
+        return _stay_failed(ctx)
+    if current is not None:
+        return _with_pod(ctx, current)
+    if ctx.observed.pods:
+        return _wait_for_old(ctx)
+    return _start(ctx)
+
+
+def backoff_seconds(policy: RestartPolicyView, restarts: int) -> float:
+    """Delay before restart number ``restarts`` (1-based): initial * 2^(n-1), capped."""
+    exponent = min(max(restarts - 1, 0), 32)  # 2^32 s is past any cap; avoids huge integers
+    return float(min(policy.initial_backoff_seconds * 2**exponent, policy.max_backoff_seconds))
+
+
+# -- branches --------------------------------------------------------------------------------------
+
+
+def _suspend(ctx: _Context, current: DriverPod | None) -> _Plan:
+    plan = _Plan(Verdict("Suspended", ("False", "Suspended", "spec.suspend is true"), FALSE, FALSE))
+    if current is not None:
+        plan.pod_actions.append(DeletePod(current.name, "Suspended"))
+        plan.events.append(Event("Normal", "Suspended", f"stopping driver {current.name}; checkpoint kept"))
+    if ctx.observed.pods:
+        plan.verdict.reconciling = ("True", "Suspending", "waiting for the driver pod to stop")
+        plan.requeue = 2.0
+    return plan
+
+
+def _stay_failed(ctx: _Context) -> _Plan:
+    message = ctx.last_failure or "the driver failed"
+    return _Plan(Verdict("Failed", ("False", MAX_RESTARTS, message), FALSE, None))
+
+
+def _with_pod(ctx: _Context, pod: DriverPod) -> _Plan:
+    reason = _rollout_reason(ctx, pod)
+    if reason is not None:
+        return _roll(ctx, pod, reason)
+    failure = _failure(pod, ctx.spec.restart_policy, ctx.now)
+    if failure is not None:
+        return _failed(ctx, pod, failure)
+    if pod.phase == "Succeeded":
+        message = (pod.termination_message or "the driver finished").strip()[-512:]
+        return _Plan(Verdict("Completed", ("True", "Completed", message), FALSE, FALSE))
+    if pod.phase == "Running":
+        return _running(ctx, pod)
+    return _pending(ctx, pod)
+
+
+def _rollout_reason(ctx: _Context, pod: DriverPod) -> str | None:
+    spec = ctx.spec
+    if pod.restart_nonce != spec.restart_nonce:
+        return "RestartRequested"
+    if pod.resnapshot_nonce != spec.resnapshot_nonce:
+        return "ResnapshotRequested"
+    if pod.spec_hash != ctx.observed.spec_hash:
+        return "SpecChanged"
+    return None
+
+
+def _roll(ctx: _Context, pod: DriverPod, reason: str) -> _Plan:
+    """The user changed something the driver depends on: replace it now, failures forgiven."""
+    message = f"replacing driver {pod.name}: {reason}"
+    plan = _Plan(Verdict("Pending", ("False", reason, message), ("True", reason, message), FALSE))
+    plan.pod_actions.append(DeletePod(pod.name, reason))
+    plan.events.append(Event("Normal", reason, message))
+    if ctx.restarts:
+        plan.verdict.driver["restarts"] = 0
+    return plan
+
+
+def _failure(pod: DriverPod, policy: RestartPolicyView, now: datetime) -> _Failure | None:
+    if pod.phase == "Failed" or (pod.exit_code is not None and pod.exit_code != 0):
+        at = pod.finished_at or pod.started_at or pod.created_at
+        ran_for = (at - pod.started_at).total_seconds() if pod.started_at else 0.0
+        parts = [f"exit code {pod.exit_code}" if pod.exit_code is not None else "failed"]
+        if pod.termination_reason:
+            parts.append(pod.termination_reason)
+        if pod.termination_message:
+            parts.append(pod.termination_message.strip()[-1024:])
+        return _Failure(DRIVER_FAILED, ": ".join(parts), at, ran_for)
+    timeout = policy.pending_timeout_seconds
+    if pod.phase == "Pending" and (now - pod.created_at).total_seconds() >= timeout:
+        cause, detail = pending_cause(pod)
+        summary = f"pending for more than {timeout}s: {cause}: {detail}"
+        return _Failure(cause, summary, pod.created_at + timedelta(seconds=timeout), 0.0, pending=True)
+    return None
+
+
+def _failed(ctx: _Context, pod: DriverPod, failure: _Failure) -> _Plan:
+    policy = ctx.spec.restart_policy
+    recorded = ctx.last_failure.startswith(f"{pod.name}:")
+    restarts = ctx.restarts
+    verdict = Verdict("Pending", ("False", failure.reason, failure.summary), FALSE, None)
+    plan = _Plan(verdict)
+    if failure.pending:
+        verdict.stalled = ("True", failure.reason, failure.summary)
+    if not recorded:
+        # A driver that ran for the stable period before failing starts a new series.
+        restarts = (0 if failure.ran_for >= policy.stable_seconds else restarts) + 1
+        verdict.driver.update(restarts=restarts, lastFailure=f"{pod.name}: {failure.summary}")
+        plan.events.append(Event("Warning", failure.reason, f"driver {pod.name}: {failure.summary}"))
+    if policy.max_restarts is not None and restarts > policy.max_restarts:
+        limit = policy.max_restarts
+        message = f"{restarts} consecutive driver failures (restartPolicy.maxRestarts is {limit})"
+        verdict.phase, verdict.ready = "Failed", ("False", MAX_RESTARTS, message)
+        verdict.stalled = ("True", MAX_RESTARTS, message)
+        if not recorded:
+            plan.events.append(Event("Warning", MAX_RESTARTS, message))
+        return plan
+    due = failure.at + timedelta(seconds=backoff_seconds(policy, restarts))
+    if ctx.now >= due:
+        plan.pod_actions.append(DeletePod(pod.name, "RestartAfterFailure"))
+        verdict.reconciling = ("True", "Restarting", f"restarting after failure {restarts}")
+    else:
+        wait = (due - ctx.now).total_seconds()
+        verdict.reconciling = ("True", "BackOff", f"restarting in {wait:.0f}s (failure {restarts})")
+        plan.requeue = wait
+    return plan
+
+
+def _running(ctx: _Context, pod: DriverPod) -> _Plan:
+    spec, status, settings, now = ctx.spec, ctx.status, ctx.settings, ctx.now
+    progress = status.progress if status else None
+    phase = running_phase(spec, progress)
+    plan = _Plan(Verdict(phase, ("True", phase, f"driver {pod.name} is running"), FALSE, FALSE))
+    started = pod.started_at or pod.created_at
+    waits: list[float] = []
+    if ctx.restarts:
+        stable_for = (now - started).total_seconds()
+        if stable_for >= spec.restart_policy.stable_seconds:
+            plan.verdict.driver["restarts"] = 0
+        else:
+            waits.append(spec.restart_policy.stable_seconds - stable_for)
+    last = max(ctx.observed.last_progress_at or started, started)
+    idle = (now - last).total_seconds()
+    caught_up = (
+        phase == "Streaming"
+        and progress is not None
+        and progress.lag_seconds is not None
+        and progress.lag_seconds < settings.stall_seconds
+    )
+    if idle >= settings.stall_seconds and not caught_up:
+        message = f"no snapshot split finished and the binlog offset did not move for {idle:.0f}s"
+        plan.verdict.ready = ("False", "NoProgress", message)
+        plan.verdict.stalled = ("True", "NoProgress", message)
+    else:
+        waits.append(settings.stall_seconds - idle)
+    plan.requeue = min(waits) if waits else None
+    return plan
+
+
+def _pending(ctx: _Context, pod: DriverPod) -> _Plan:
+    timeout = ctx.spec.restart_policy.pending_timeout_seconds
+    waited = (ctx.now - pod.created_at).total_seconds()
+    cause, detail = pending_cause(pod)
+    message = f"driver {pod.name} is {pod.phase}: {detail}"
+    # A known cause is named right away; the Pending timeout only decides when to give up.
+    reason = "DriverPending" if cause == "PendingTimeout" else cause
+    plan = _Plan(Verdict("Pending", ("False", reason, message), ("True", "DriverStarting", message)))
+    plan.requeue = max(timeout - waited, 1.0)
+    return plan
+
+
+def _wait_for_old(ctx: _Context) -> _Plan:
+    names = ", ".join(p.name for p in ctx.observed.pods)
+    message = f"waiting for the previous driver pod to be gone: {names}"
+    reason = "WaitingForPreviousDriver"
+    return _Plan(Verdict("Pending", ("False", reason, message), ("True", reason, message)), requeue=2.0)
+
+
+def _start(ctx: _Context) -> _Plan:
+    epoch = ctx.epoch + 1
+    name = driver_pod_name(ctx.observed.pipeline, epoch)
+    message = f"starting driver {name} (epoch {epoch})"
+    starting = ("False", "DriverStarting", message)
+    plan = _Plan(Verdict("Pending", starting, ("True", "DriverStarting", message)))
+    plan.verdict.driver.update(epoch=epoch, pod=name, startedAt=format_time(ctx.now))
+    plan.pod_actions.append(CreatePod(epoch))
+    plan.events.append(Event("Normal", "DriverStarting", message))
+    plan.requeue = float(ctx.spec.restart_policy.pending_timeout_seconds)
+    return plan

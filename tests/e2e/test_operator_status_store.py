@@ -1,0 +1,171 @@
+"""The fenced checkpoint store against the real apiserver (no operator running drivers here:
+the pipelines are suspended, and the tests play operator by patching status.driver.epoch)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from operator_harness import Pipelines, manifest
+
+from sparkcdc.state.status_codec import decode_value
+from sparkcdc.state.status_store import FencedError, StatusCheckpointStore
+from sparkcdc.testing.kube import ControlPlane
+
+TRICKY: dict[str, Any] = {
+    "version": 1,
+    "offset": None,
+    "$ref": "dollar key",
+    "big": 2**64 - 1,
+    "nested": {"a": None, "b": [None, 1.5, "x", {"$null": "not a tag"}], "empty": {}},
+    "unicode": "ünïcødé ✓",
+}
+
+
+@pytest.fixture
+def pipelines(control_plane: ControlPlane, sparkcdc_crd: str, namespace: str) -> Pipelines:
+    api = Pipelines(control_plane, namespace)
+    api.create(manifest("store", suspend=True))
+    api.patch_status("store", {"driver": {"epoch": 5}})
+    return api
+
+
+def store(cp: ControlPlane, namespace: str, epoch: int, min_interval: float = 0.0) -> StatusCheckpointStore:
+    """A store; without rate limiting unless asked, so each save writes (or raises) at once."""
+    return StatusCheckpointStore(cp.api_client(), namespace, "store", epoch, min_interval=min_interval)
+
+
+def test_document_round_trips_through_status(control_plane: ControlPlane, pipelines: Pipelines) -> None:
+    writer = store(control_plane, pipelines.namespace, 5)
+    writer.save(TRICKY, {"splitsTotal": 3, "splitsFinished": 1})
+    writer.flush()
+    assert store(control_plane, pipelines.namespace, 5).load() == TRICKY
+    # A smaller document replaces it exactly: keys that disappeared are gone, not merged.
+    writer.save({"version": 1, "nested": {"a": 1}})
+    writer.flush()
+    assert store(control_plane, pipelines.namespace, 5).load() == {"version": 1, "nested": {"a": 1}}
+    assert pipelines.status("store")["progress"]["splitsFinished"] == 1
+
+
+def test_stale_epoch_cannot_write(control_plane: ControlPlane, pipelines: Pipelines) -> None:
+    old = store(control_plane, pipelines.namespace, 5)
+    old.save({"version": 1, "by": "old"})
+    old.flush()
+    pipelines.patch_status("store", {"driver": {"epoch": 6}})  # the operator started a new driver
+    with pytest.raises(FencedError, match="epoch 6"):
+        old.save({"version": 1, "by": "zombie"})
+    new = store(control_plane, pipelines.namespace, 6)
+    assert new.load() == {"version": 1, "by": "old"}
+    new.save({"version": 1, "by": "new"})
+    new.flush()
+    with pytest.raises(FencedError):
+        store(control_plane, pipelines.namespace, 5).save({"version": 1, "by": "zombie"})
+    assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "by": "new"}
+
+
+def test_conflict_is_retried_while_the_epoch_matches(
+    control_plane: ControlPlane, pipelines: Pipelines
+) -> None:
+    writer = store(control_plane, pipelines.namespace, 5)
+    writer.load()  # caches the object's resourceVersion
+    pipelines.patch_status("store", {"phase": "Suspended"})  # someone else writes status meanwhile
+    writer.save({"version": 1, "n": 1})
+    writer.flush()
+    assert writer.conflicts == 1 and writer.writes == 1
+    assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 1}
+
+
+def test_epoch_change_between_read_and_write_fences(
+    control_plane: ControlPlane, pipelines: Pipelines
+) -> None:
+    writer = store(control_plane, pipelines.namespace, 5)
+    writer.load()
+    pipelines.patch_status("store", {"driver": {"epoch": 6}})
+    with pytest.raises(FencedError):
+        writer.save({"version": 1})
+    assert writer.conflicts == 1 and writer.writes == 0
+
+
+def test_writes_are_rate_limited_and_coalesced(control_plane: ControlPlane, pipelines: Pipelines) -> None:
+    writer = store(control_plane, pipelines.namespace, 5, min_interval=1.0)
+    start = time.monotonic()
+    for n in range(20):
+        writer.save({"version": 1, "n": n})
+        time.sleep(0.02)
+    assert time.monotonic() - start < 1.0
+    assert writer.writes == 1  # the first; the rest wait for the next allowed moment
+    deadline = time.monotonic() + 5
+    while writer.writes < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert writer.writes == 2  # only the latest document, once
+    assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 19}
+    writer.close()
+
+
+def test_background_fencing_surfaces_on_the_next_save(
+    control_plane: ControlPlane, pipelines: Pipelines
+) -> None:
+    writer = store(control_plane, pipelines.namespace, 5, min_interval=0.5)
+    writer.save({"version": 1, "n": 0})
+    writer.save({"version": 1, "n": 1})  # pending
+    pipelines.patch_status("store", {"driver": {"epoch": 6}})
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            writer.save({"version": 1, "n": 2})
+        except FencedError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the background write's FencedError never surfaced")
+    assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 0}
+
+
+def test_large_checkpoint_spills_into_owned_config_maps(
+    control_plane: ControlPlane, core: Any, pipelines: Pipelines
+) -> None:
+    namespace = pipelines.namespace
+    big = {"version": 1, "rows": [{"k": i, "v": f"value-{i}", "n": None} for i in range(20000)]}
+    writer = store(control_plane, namespace, 5)
+    writer.save(big)
+    writer.flush()
+    pointer = pipelines.status("store")["checkpoint"]
+    assert set(pointer) == {"$spill"}
+    names = pointer["$spill"]["configMaps"]
+    uid = (pipelines.get("store") or {})["metadata"]["uid"]
+    for name in names:
+        owners = core.read_namespaced_config_map(name, namespace).metadata.owner_references
+        assert [(o.kind, o.uid) for o in owners] == [("CdcPipeline", uid)]
+    assert store(control_plane, namespace, 5).load() == big
+    writer.save({"version": 1, "rows": []})
+    writer.flush()
+    left = [c.metadata.name for c in core.list_namespaced_config_map(namespace).items]
+    assert not set(names) & set(left), "the replaced spill ConfigMaps were not removed"
+    assert store(control_plane, namespace, 5).load() == {"version": 1, "rows": []}
+
+
+def test_two_writers_of_one_epoch_never_lose_a_write(
+    control_plane: ControlPlane, pipelines: Pipelines
+) -> None:
+    """Conflicts between concurrent writers resolve by retrying; every write lands whole."""
+    writers = [store(control_plane, pipelines.namespace, 5) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def write(index: int) -> None:
+        try:
+            for n in range(10):
+                writers[index].save({"version": 1, "writer": index, "n": n})
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert sum(w.writes for w in writers) == 30
+    final = decode_value(pipelines.status("store")["checkpoint"])
+    assert final["n"] == 9 and set(final) == {"version", "writer", "n"}

@@ -1,0 +1,179 @@
+"""The driver Pod and Service builders: pure dicts, secrets only by reference."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from reconcile_fixtures import pipeline, pipeline_obj
+
+from sparkcdc.api import CdcPipeline
+from sparkcdc.controller.builders import (
+    driver_pod,
+    driver_service,
+    driver_spark_conf,
+    secret_env_name,
+    spec_hash,
+)
+from sparkcdc.core.reconcile_status import driver_service_name
+
+SECRET_VALUE = "hunter2-do-not-leak"
+
+
+def build(p: CdcPipeline | None = None, **kwargs: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"image": "img:1", "spark_master": "local[2]", "spec_hash": "abc"}
+    args["service_account"] = "sparkcdc-driver"
+    args.update(kwargs)
+    return driver_pod(p or pipeline(), 7, **args)
+
+
+def container(pod: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = pod["spec"]["containers"][0]
+    return result
+
+
+def env(pod: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(pod)["env"]}
+
+
+def test_metadata_labels_annotations_and_owner() -> None:
+    pod = build()
+    md = pod["metadata"]
+    assert (md["name"], md["namespace"]) == ("shop-driver-7", "ns")
+    assert md["labels"]["app.kubernetes.io/name"] == "sparkcdc"
+    assert md["labels"]["app.kubernetes.io/component"] == "driver"
+    assert md["labels"]["sparkcdc.io/pipeline"] == "shop"
+    assert md["annotations"] == {"sparkcdc.io/epoch": "7", "sparkcdc.io/spec-hash": "abc"}
+    assert md["ownerReferences"] == [{
+        "apiVersion": "sparkcdc.io/v1alpha1", "kind": "CdcPipeline", "name": "shop", "uid": "uid-1",
+        "controller": True, "blockOwnerDeletion": True,
+    }]  # fmt: skip
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["serviceAccountName"] == "sparkcdc-driver"
+
+
+def test_nonces_are_recorded_on_the_pod() -> None:
+    pod = build(pipeline(restartNonce="r1", resnapshotNonce="s1"))
+    assert pod["metadata"]["annotations"]["sparkcdc.io/restart-nonce"] == "r1"
+    assert pod["metadata"]["annotations"]["sparkcdc.io/resnapshot-nonce"] == "s1"
+
+
+def test_restricted_security_context() -> None:
+    pod = build()
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = container(pod)["securityContext"]
+    assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 185
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    mounts = {m["mountPath"] for m in container(pod)["volumeMounts"]}
+    assert {"/tmp", "/var/lib/sparkcdc/spark-local"} <= mounts
+    assert all("emptyDir" in v for v in pod["spec"]["volumes"])
+    assert container(pod)["terminationMessagePolicy"] == "FallbackToLogsOnError"
+
+
+def test_environment() -> None:
+    variables = env(build())
+    assert variables["SPARKCDC_PIPELINE_NAME"] == "shop"
+    assert variables["SPARKCDC_PIPELINE_NAMESPACE"] == "ns"
+    assert variables["SPARKCDC_EPOCH"] == "7"
+    assert variables["SPARKCDC_SPARK_MASTER"] == "local[2]"
+    assert variables["SPARK_DRIVER_HOST"] == "shop-driver.ns.svc"
+
+
+def test_secrets_only_by_reference() -> None:
+    variables = env(build())
+    assert variables["SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF"] == {
+        "secretKeyRef": {"name": "mysql-cdc", "key": "password"}
+    }
+    assert variables["SPARKCDC_SECRET_SPEC_SINK_PASSWORDSECRETREF"] == {
+        "secretKeyRef": {"name": "sink-secret", "key": "pw"}
+    }
+    refs = pipeline().secret_refs()
+    assert {secret_env_name(path) for path, _ in refs} <= set(variables)
+
+
+def test_no_literal_secret_anywhere() -> None:
+    """The builders never see a secret value; nothing that looks like one may appear in the pod."""
+    obj = pipeline_obj()
+    text = json.dumps(build(CdcPipeline.from_k8s(obj))) + json.dumps(driver_service(pipeline()))
+    assert SECRET_VALUE not in text
+    for entry in container(build())["env"]:
+        if entry["name"].startswith("SPARKCDC_SECRET_"):
+            assert "value" not in entry and set(entry["valueFrom"]) == {"secretKeyRef"}
+
+
+def test_resources_follow_spec_spark_driver() -> None:
+    pod = build(pipeline(spark={"driver": {"cores": 2, "memory": "2g"}}))
+    assert container(pod)["resources"] == {
+        "requests": {"cpu": "2", "memory": "2432Mi"}, "limits": {"memory": "2432Mi"}
+    }  # fmt: skip
+
+
+def test_command_and_scheduler_overrides() -> None:
+    pod = build(command=["python", "-c", "pass"], scheduler_name="test-scheduler")
+    assert container(pod)["command"] == ["python", "-c", "pass"]
+    assert pod["spec"]["schedulerName"] == "test-scheduler"
+    assert container(build())["command"] == ["sparkcdc", "driver"]
+
+
+def test_headless_service() -> None:
+    svc = driver_service(pipeline())
+    assert svc["metadata"]["name"] == "shop-driver"
+    assert svc["spec"]["clusterIP"] == "None"
+    assert svc["spec"]["selector"] == {
+        "app.kubernetes.io/name": "sparkcdc",
+        "app.kubernetes.io/component": "driver",
+        "sparkcdc.io/pipeline": "shop",
+    }
+    assert svc["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    pod_labels = build()["metadata"]["labels"]
+    assert all(pod_labels[k] == v for k, v in svc["spec"]["selector"].items())
+
+
+@pytest.mark.parametrize("name", ["a" * 63, "1abc", "x"])
+def test_service_names_are_dns_1035_labels(name: str) -> None:
+    svc = driver_service_name(name)
+    assert len(svc) <= 63 and svc[0].isalpha() and svc[-1].isalnum()
+    assert driver_service_name(name) == svc
+
+
+@pytest.mark.parametrize(
+    ("path", "env_name"),
+    [
+        ("spec.source.passwordSecretRef", "SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF"),
+        ("spec.source.tls.caSecretRef", "SPARKCDC_SECRET_SPEC_SOURCE_TLS_CASECRETREF"),
+        ("spec.sink.options[a.b]", "SPARKCDC_SECRET_SPEC_SINK_OPTIONS_A_B"),
+    ],
+)
+def test_secret_env_names(path: str, env_name: str) -> None:
+    assert secret_env_name(path) == env_name
+
+
+def test_spec_hash_ignores_operator_only_fields() -> None:
+    base = spec_hash(pipeline().spec)
+    for change in ({"suspend": True}, {"restartNonce": "x"}, {"restartPolicy": {"maxRestarts": 3}},
+                   {"statePolicy": "Retain"}, {"resnapshotNonce": "n"}):  # fmt: skip
+        assert spec_hash(pipeline(**change).spec) == base, change
+    assert spec_hash(pipeline(snapshot={"chunkSize": 10}).spec) != base
+
+
+def test_spark_conf_for_kubernetes_and_local() -> None:
+    p = pipeline(spark={"conf": {"spark.executor.instances": "5"}})
+    env_vars = {
+        "SPARK_DRIVER_HOST": "shop-driver.ns.svc",
+        "SPARKCDC_POD_NAME": "shop-driver-7",
+        "SPARKCDC_EPOCH": "7",
+    }
+    conf = driver_spark_conf(p, "k8s://https://kubernetes.default.svc", env_vars)
+    assert conf["spark.driver.host"] == "shop-driver.ns.svc"
+    assert conf["spark.kubernetes.driver.pod.name"] == "shop-driver-7"
+    assert conf["spark.executor.instances"] == "5"  # the user's conf wins
+    assert conf["spark.kubernetes.executor.secretKeyRef.SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF"] == (
+        "mysql-cdc:password"
+    )
+    local = driver_spark_conf(p, "local[2]", env_vars)
+    assert "spark.driver.host" not in local and local["spark.driver.memory"] == "1g"

@@ -1,0 +1,114 @@
+"""Reading pods into observations; settings; the requeue scheduler."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from reconcile_fixtures import NOW
+
+from sparkcdc.controller.client import load_config
+from sparkcdc.controller.handlers import connection_info
+from sparkcdc.controller.observe import ProgressClock, driver_pod_view
+from sparkcdc.controller.scheduler import Scheduler
+from sparkcdc.controller.settings import parse_settings
+
+
+def test_failed_pod_view() -> None:
+    pod = {
+        "metadata": {
+            "name": "shop-driver-3", "creationTimestamp": "2024-05-01T11:00:00Z",
+            "annotations": {
+                "sparkcdc.io/epoch": "3", "sparkcdc.io/spec-hash": "h", "sparkcdc.io/restart-nonce": "r",
+            },
+        },
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [{"name": "driver", "state": {"terminated": {
+                "exitCode": 2, "reason": "Error", "message": "bad table", "startedAt": "2024-05-01T11:00:05Z",
+                "finishedAt": "2024-05-01T11:01:00Z",
+            }}}],
+        },
+    }  # fmt: skip
+    view = driver_pod_view(pod, NOW)
+    assert (view.name, view.epoch, view.spec_hash, view.restart_nonce) == ("shop-driver-3", 3, "h", "r")
+    assert (view.phase, view.exit_code, view.termination_message) == ("Failed", 2, "bad table")
+    assert view.finished_at is not None and view.started_at is not None
+    assert view.finished_at - view.started_at == timedelta(seconds=55)
+    assert not view.deleting
+
+
+def test_pending_pod_view() -> None:
+    pod = {
+        "metadata": {"name": "p", "deletionTimestamp": "2024-05-01T11:00:00Z", "annotations": {}},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "message": "0/1 nodes"}],
+            "containerStatuses": [{"name": "driver", "state": {"waiting": {"reason": "ErrImagePull"}}}],
+        },
+    }  # fmt: skip
+    view = driver_pod_view(pod, NOW)
+    assert view.deleting and view.epoch is None and view.created_at == NOW
+    assert (view.unschedulable, view.waiting_reason) == ("0/1 nodes", "ErrImagePull")
+
+
+def test_progress_clock_moves_only_with_progress() -> None:
+    clock = ProgressClock()
+    later = NOW + timedelta(seconds=30)
+    status = {"progress": {"splitsFinished": 1, "lagSeconds": 1}}
+    assert clock.last_progress("u", status, NOW) == NOW
+    assert clock.last_progress("u", {"progress": {"splitsFinished": 1, "lagSeconds": 9}}, later) == NOW
+    assert clock.last_progress("u", {"progress": {"splitsFinished": 2}}, later) == later
+
+
+def test_settings_from_flags_and_environment() -> None:
+    env = {"SPARKCDC_DRIVER_COMMAND": '["python", "x.py"]', "SPARKCDC_SPARK_MASTER": "local[2]"}
+    settings = parse_settings(["-n", "a", "-n", "b", "--metrics-port", "0"], env)
+    assert settings.namespaces == ("a", "b")
+    assert settings.driver_command == ("python", "x.py")
+    assert settings.spark_master == "local[2]" and settings.metrics_port == 0
+    assert parse_settings([], {}).driver_command == ("sparkcdc", "driver")
+    with pytest.raises(SystemExit):
+        parse_settings(["--driver-command", '"not a list"'], {})
+
+
+def test_scheduler_runs_the_earliest_request_once() -> None:
+    ran: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def callback(key: tuple[str, str]) -> None:
+        ran.append(key)
+        done.set()
+
+    scheduler = Scheduler(callback)
+    try:
+        scheduler.schedule(("ns", "a"), 30)
+        scheduler.schedule(("ns", "a"), 0.05)  # earlier wins
+        scheduler.schedule(("ns", "a"), 20)  # later is ignored
+        assert done.wait(5)
+        scheduler.schedule(("ns", "b"), 0.05)
+        scheduler.cancel(("ns", "b"))
+        threading.Event().wait(0.3)
+        assert ran == [("ns", "a")]
+    finally:
+        scheduler.stop()
+
+
+def test_service_account_dir_is_used_by_the_operator_and_the_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "token").write_text("tok-123")
+    (tmp_path / "ca.crt").write_text("not really a cert")
+    (tmp_path / "namespace").write_text("team-a\n")
+    monkeypatch.setenv("SPARKCDC_SERVICEACCOUNT_DIR", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    kube = load_config()
+    assert kube.namespace == "team-a"
+    assert kube.configuration.host == "https://10.0.0.1:6443"
+    assert kube.configuration.ssl_ca_cert == str(tmp_path / "ca.crt")
+    info = connection_info()
+    assert (info.server, info.token, info.default_namespace) == ("https://10.0.0.1:6443", "tok-123", "team-a")
+    assert info.scheme is not None and info.scheme.lower() == "bearer"
