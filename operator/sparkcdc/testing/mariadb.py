@@ -10,6 +10,7 @@ server's directory.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import secrets
@@ -76,6 +77,13 @@ def ensure_mariadb_installed() -> str:
     return found
 
 
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM the server when the thread that started it dies (a killed test run)."""
+    with contextlib.suppress(Exception):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -89,7 +97,9 @@ class MariaDBServer:
     directory that is removed when the context manager exits. ``time_zone`` sets the
     server's ``default-time-zone`` (e.g. ``"+05:30"``; named zones need the tz tables).
     ``extra_options`` are more ``--option=value`` arguments for ``mariadbd``; they override the
-    defaults because they come last.
+    defaults because they come last. With ``die_with_parent`` (Linux) the server is shut down
+    when the thread that started it dies, so a killed test run leaves no server behind; start
+    it from a long-lived thread (the main thread).
     """
 
     host = "127.0.0.1"
@@ -101,8 +111,10 @@ class MariaDBServer:
         server_id: int = 1,
         time_zone: str | None = None,
         extra_options: Sequence[str] = (),
+        die_with_parent: bool = True,
     ) -> None:
         self._owns_dir = base_dir is None
+        self.die_with_parent = die_with_parent
         self.base_dir = (
             Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="sparkcdc-mariadb-"))
         )
@@ -205,7 +217,11 @@ class MariaDBServer:
             cmd = [server, "--no-defaults", *self._base_options(), *self.extra_options]
             log.debug("starting %s", " ".join(cmd))
             self._process = subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
             try:
                 self._wait_ready(timeout)

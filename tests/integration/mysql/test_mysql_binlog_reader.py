@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from harness.mariadb import binlog_offset
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
 
+from harness.mariadb import binlog_offset
 from sparkcdc.core.events import Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
@@ -39,7 +39,7 @@ def test_bounded_read(mariadb: MariaDBServer, source_config: SourceConfig, fresh
     mariadb.execute(f"INSERT INTO `{fresh_db}`.a VALUES (1, 'one'), (2, 'two'), (3, 'three')")  # one event
     mariadb.execute(f"INSERT INTO `{fresh_db}`.b VALUES (1, 'other')")
     mariadb.execute(f"UPDATE `{fresh_db}`.a SET id = 10, v = 'ten' WHERE id = 1")
-    mariadb.execute(f"FLUSH BINARY LOGS")  # the read crosses into the next file
+    mariadb.execute("FLUSH BINARY LOGS")  # the read crosses into the next file
     mariadb.execute(f"DELETE FROM `{fresh_db}`.a WHERE id = 2")
     stop = binlog_offset(mariadb)
     mariadb.execute(f"INSERT INTO `{fresh_db}`.a VALUES (99, 'after')")  # after stop: not read
@@ -142,11 +142,11 @@ class _Competitor:
                 with contextlib.suppress(Exception):
                     self._stream.close()
 
-    def stop(self) -> None:
+    def stop(self, wake: Callable[[], None]) -> None:
+        # Closing the stream from this thread would deadlock with the blocked reader thread;
+        # a new event wakes it up to see the flag.
         self._stop.set()
-        if self._stream is not None:
-            with contextlib.suppress(Exception):
-                self._stream.close()
+        wake()
         self._thread.join(10)
 
 
@@ -165,22 +165,46 @@ def busy_table(mariadb: MariaDBServer, fresh_db: str) -> Iterator[tuple[TableId,
     yield TableId(fresh_db, "busy"), start
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.filterwarnings("ignore:'db' is deprecated")  # the competitor's own library connection
 def test_server_id_clash_is_reported(
-    source_config: SourceConfig, busy_table: tuple[TableId, BinlogOffset]
+    mariadb: MariaDBServer, source_config: SourceConfig, busy_table: tuple[TableId, BinlogOffset]
 ) -> None:
+    """Our reader is connected when another replica registers with the same id. (A bounded
+    read that the server has already sent in full cannot be disturbed any more, so the reader
+    blocks at the end of the binlog like the streaming reader does.)"""
     table, start = busy_table
     schemas = _schemas(source_config, table)
     competitor: _Competitor | None = None
     try:
-        with pytest.raises(SourceError) as caught:
-            for n, _ in enumerate(
-                read_changes(source_config, 4299, start, BinlogOffset("binlog.999999", 4), schemas)
-            ):
+        with (
+            pytest.raises(SourceError) as caught,
+            BinlogChangeReader(source_config, 4299, schemas, blocking=True) as reader,
+        ):
+            for n, _ in enumerate(reader.read(start)):
                 if n == 10:  # our reader is connected and reading: now the other one registers
                     competitor = _Competitor(source_config, 4299, start)
-                time.sleep(0.002)  # a slow consumer, so the read is still going on
     finally:
         if competitor is not None:
-            competitor.stop()
+            competitor.stop(lambda: mariadb.execute(f"INSERT INTO {table} VALUES (-1, 'wake')"))
     assert str(caught.value).startswith("server id 4299 is already used by another replica")
     assert str(caught.value).endswith("set spec.source.serverId to a range no other replica uses")
+
+
+@pytest.mark.timeout(60)
+def test_request_stop_ends_a_blocking_read(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str
+) -> None:
+    t = TableId(fresh_db, "idle")
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.idle (id INT PRIMARY KEY)")
+    schemas = _schemas(source_config, t)
+    start = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO `{fresh_db}`.idle VALUES (1)")
+    with BinlogChangeReader(source_config, 4204, schemas, blocking=True, heartbeat_seconds=0.2) as reader:
+        timer = threading.Timer(1.0, reader.request_stop)
+        timer.start()
+        began = time.monotonic()
+        seen = [e.after for e in reader.read(start)]  # would block forever at the end of the binlog
+        timer.join()
+    assert seen == [{"id": 1}]
+    assert 0.9 < time.monotonic() - began < 30

@@ -86,7 +86,8 @@ def test_unique_not_null_key_stands_in_for_the_primary_key(
 
 def test_chunk_key_override(mariadb: MariaDBServer, fresh_db: str, conn: Any) -> None:
     mariadb.execute(
-        f"CREATE TABLE `{fresh_db}`.o (t INT, id INT, x INT, e ENUM('a') NOT NULL, PRIMARY KEY (t, id), UNIQUE (e))"
+        f"CREATE TABLE `{fresh_db}`.o (t INT, id INT, x INT, e ENUM('a') NOT NULL, "
+        "PRIMARY KEY (t, id), UNIQUE (e))"
     )
     table = TableId(fresh_db, "o")
     prefix = load_table_schema(conn, table, ["t"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from harness.mariadb import source_config, start_server
 
+from harness.mariadb import source_config, start_server
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.flavor import detect_flavor

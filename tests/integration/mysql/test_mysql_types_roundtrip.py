@@ -10,13 +10,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from harness.mariadb import SERVER_TIME_ZONE, binlog_offset
 
+from harness.mariadb import SERVER_TIME_ZONE, binlog_offset
 from sparkcdc.core.events import Op
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_reader import read_changes
-from sparkcdc.mysql.chunk_reader import read_chunk
+from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
@@ -188,9 +188,15 @@ def _by_id(rows: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
     return {r["id"]: r for r in rows}
 
 
+@pytest.mark.parametrize("reader", ["pymysql", "auto"])
 def test_snapshot_and_binlog_values_agree(
-    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str
+    mariadb: MariaDBServer,
+    source_config: SourceConfig,
+    fresh_db: str,
+    reader: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv(CHUNK_READER_ENV, reader)  # auto: ConnectorX where it is installed
     assert mariadb.execute("SELECT @@global.time_zone")[0][0] == SERVER_TIME_ZONE
     table = f"`{fresh_db}`.`types`"
     mariadb.execute(DDL.format(t=table))
