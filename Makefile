@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: deps test unit lint bench demo crd clean
+.PHONY: deps test unit lint bench bench-binlog bench-latency demo crd clean
 
 deps:
 	@bash hack/bootstrap.sh
@@ -22,9 +22,16 @@ lint: deps
 crd: deps
 	$(VENV)/bin/sparkcdc crd > crds/cdcpipelines.sparkcdc.io.yaml
 	$(PY) -m sparkcdc.api.reference > docs/reference.md
+	bash hack/sync-chart-crd.sh
 
 bench: deps
 	$(PY) benchmarks/snapshot.py
+
+bench-binlog: deps
+	$(PY) benchmarks/binlog.py
+
+bench-latency: deps
+	$(PY) benchmarks/latency.py
 
 demo: deps
 	$(PY) -m sparkcdc.demo

@@ -12,6 +12,8 @@ command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v psql >/dev/null 2>&1 && command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
+command -v lua5.4 >/dev/null 2>&1 || need_apt+=(lua5.4)
+command -v lua5.1 >/dev/null 2>&1 || need_apt+=(lua5.1)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -30,3 +32,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q -e ".[dev]"
   touch "$stamp"
 fi
+
+# The Delta sink's jars (the Maven artifacts of the installed delta-spark release), resolved once
+# into ~/.cache/sparkcdc/ivy ($SPARKCDC_CACHE_DIR) by Spark's own resolver; instant when cached.
+"$VENV/bin/python" -m sparkcdc.spark.session fetch-delta-jars >/dev/null

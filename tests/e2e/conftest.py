@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.testing.kube import ControlPlane, ensure_binaries
+from sparkcdc.testing.kube import ControlPlane, ensure_binaries, wait_until
 from sparkcdc.testing.noderunner import NodeRunner
 
 _E2E_DIR = Path(__file__).parent
@@ -82,5 +82,8 @@ def sparkcdc_crd(control_plane: ControlPlane) -> str:
     """Applies the generated CdcPipeline CRD; returns its name."""
     control_plane.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
     name = "cdcpipelines.sparkcdc.io"
-    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
+    # Poll rather than `kubectl wait`: right after the apply the CRD may have no conditions yet,
+    # which `kubectl wait` reports as an error instead of waiting.
+    query = ["get", f"crd/{name}", "-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}"]
+    wait_until(lambda: control_plane.kubectl(*query).stdout.strip() == "True", 90, f"CRD {name} Established")
     return name

@@ -136,6 +136,11 @@ class DeltaSink(ApiModel):
     optimize_every_commits: int = Field(
         default=0, ge=0, description="Run OPTIMIZE after this many commits per table; 0 never."
     )
+    merge_schema: bool = Field(
+        default=True,
+        description="Add columns the source gains to the Delta tables (schema evolution); when false, "
+        "a source column the table lacks stops the pipeline.",
+    )
 
 
 class ChangelogSink(ApiModel):
