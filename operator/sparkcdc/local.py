@@ -6,12 +6,15 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sparkcdc.api.manifest import Manifest
 from sparkcdc.progress import RichProgress
+from sparkcdc.sinks.base import writes_in_driver
+from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
-from sparkcdc.spark.session import create_session, local_master
+from sparkcdc.spark.session import create_session, delta_conf, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 
 log = logging.getLogger(__name__)
@@ -29,11 +32,21 @@ def runtimes_of(manifest: Manifest) -> list[PipelineRuntime]:
     return out
 
 
+def sink_spark_conf(runtimes: Sequence[PipelineRuntime], parallelism: int) -> dict[str, str]:
+    """Session settings the pipelines' sinks need: Delta's jars and extension for a delta sink."""
+    if any(writes_in_driver(r.sink) for r in runtimes):
+        return delta_conf(snapshot_partitions=parallelism)
+    return {}
+
+
 def run_local(manifest: Manifest, state_dir: Path, *, exit_when_caught_up: bool) -> int:
     """Run every pipeline of ``manifest`` side by side; returns the process exit code."""
     runtimes = runtimes_of(manifest)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
-    spark = create_session("sparkcdc-local", local_master(parallelism))
+    conf = sink_spark_conf(runtimes, parallelism)
+    spark: Any = LazySession(lambda: create_session("sparkcdc-local", local_master(parallelism), conf))
+    if conf:  # sinks that write from the driver find the session themselves: start it now
+        spark = spark.get()
     stop = threading.Event()
     errors: list[BaseException] = []
     try:

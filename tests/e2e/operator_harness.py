@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from harness.runner import _FAST_JVM, _cds_archive
 from sparkcdc.testing.kube import ControlPlane, free_port
 from sparkcdc.testing.noderunner import NodeRunner
 
@@ -28,8 +29,11 @@ DRIVER_RULES = [
 
 
 class RunningOperator:
-    def __init__(self, proc: subprocess.Popen[bytes], log: Path, metrics_port: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], log: Path, metrics_port: int, driver_metrics_port: int
+    ) -> None:
         self.proc, self.log, self.metrics_port = proc, log, metrics_port
+        self.driver_metrics_port = driver_metrics_port  # every driver pod it starts serves here
 
     def log_tail(self) -> str:
         return self.log.read_text(errors="replace")[-6000:]
@@ -38,26 +42,37 @@ class RunningOperator:
         assert self.proc.poll() is None, f"the operator exited:\n{self.log_tail()}"
 
 
-REAL_DRIVER = [sys.executable, "-m", "sparkcdc", "driver"]
+def _real_driver() -> list[str]:
+    """``sparkcdc driver`` with the quick JVM start of the engine's tests (C1 only, serial GC and
+    the tests' class-data sharing archive of Spark, when a run has written one)."""
+    options = _FAST_JVM
+    if _cds_archive().is_file():
+        options += f" -XX:SharedArchiveFile={_cds_archive()}"
+    submit = f'PYSPARK_SUBMIT_ARGS=--driver-java-options "{options}" pyspark-shell'
+    return ["env", submit, "SPARK_LOCAL_IP=127.0.0.1", sys.executable, "-m", "sparkcdc", "driver"]
+
+
+REAL_DRIVER = _real_driver()
 
 
 def start_operator(
     cp: ControlPlane, runner: NodeRunner, workdir: Path, command: list[str] | None = None
 ) -> RunningOperator:
-    port = free_port()
+    port, driver_port = free_port(), free_port()
     env = cp.env()
     env.update({
         "SPARKCDC_DRIVER_COMMAND": json.dumps(command or [sys.executable, str(FAKE_DRIVER)]),
         "SPARKCDC_SPARK_MASTER": "local[2]",
         "SPARKCDC_SCHEDULER_NAME": str(runner.scheduler_name),
         "SPARKCDC_METRICS_PORT": str(port),
+        "SPARKCDC_DRIVER_METRICS_PORT": str(driver_port),
         "SPARKCDC_RESYNC_SECONDS": "5",
     })  # fmt: skip
     log = workdir / "operator.log"
     code = "from sparkcdc.controller.main import operator_main; raise SystemExit(operator_main())"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT)
-    return RunningOperator(proc, log, port)
+    return RunningOperator(proc, log, port, driver_port)
 
 
 @contextlib.contextmanager

@@ -1,10 +1,10 @@
 """Running ``sparkcdc run`` as a real subprocess, and killing it like a pod kill.
 
 ``SparkcdcProcess`` starts ``python -m sparkcdc run MANIFEST --state-dir DIR --exit-when-caught-up``
-in its own session with stdout and stderr in files. ``kill()`` freezes and then SIGKILLs the
-whole process tree it started — the Python driver, the Spark JVM and the PySpark worker daemon,
-which puts itself in a process group of its own — so nothing of a killed run can still commit
-to a sink after ``kill()`` returns, exactly as when a driver pod is killed.
+in a session of its own, with stdout and stderr in files. ``kill()`` freezes and then SIGKILLs
+every process of that session at once — the Python driver, the Spark JVM, the PySpark worker
+daemon (which leaves the process group but not the session) and its workers — so nothing of a
+killed run can still commit to a sink after ``kill()`` returns, as when a driver pod is killed.
 
 ``pipeline_manifest`` writes a manifest (a Secret plus one CdcPipeline) for a source on a test
 server, with a JDBC or changelog sink.
@@ -13,6 +13,7 @@ server, with a JDBC or changelog sink.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -47,6 +48,7 @@ _FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _REPO = Path(__file__).resolve().parents[2]
 
 
+@functools.cache
 def _cds_archive() -> Path:
     import hashlib
 
@@ -88,7 +90,7 @@ def subprocess_env(extra: dict[str, str] | None = None, jvm_options: str = _FAST
     env.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{jvm_options}" pyspark-shell')
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "160"
-    operator_root = str(Path(__file__).resolve().parents[2] / "operator")
+    operator_root = str(_REPO / "operator")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (operator_root, env.get("PYTHONPATH", "")) if p)
     if extra:
         env.update(extra)
@@ -126,6 +128,8 @@ def pipeline_manifest(
     parallelism: int = 2,
     splits_per_task: int = 1,
     snapshot: dict[str, Any] | None = None,
+    binlog: dict[str, Any] | None = None,
+    tls: str | None = None,
 ) -> Path:
     """Write a Secret and a CdcPipeline to ``path`` (the sink's password is the source's)."""
     snapshot_spec: dict[str, Any] = {
@@ -140,7 +144,7 @@ def pipeline_manifest(
         "metadata": {"name": "sparkcdc-test"},
         "stringData": {"password": password},
     }
-    pipeline = {
+    pipeline: dict[str, Any] = {
         "apiVersion": "sparkcdc.io/v1alpha1",
         "kind": "CdcPipeline",
         "metadata": {"name": name},
@@ -158,6 +162,10 @@ def pipeline_manifest(
             "sink": sink,
         },
     }
+    if binlog:
+        pipeline["spec"]["binlog"] = binlog
+    if tls:
+        pipeline["spec"]["source"]["tls"] = {"mode": tls}
     path.write_text(yaml.safe_dump_all([secret, pipeline], sort_keys=False), encoding="utf-8")
     return path
 
@@ -197,11 +205,11 @@ class RunResult:
         )
 
 
-def _session_members(sid: int) -> list[int]:
-    """Live processes of session ``sid``: a run and everything it started (the PySpark worker
-    daemon leaves the process group, not the session), also once reparented after its parent
-    died."""
-    members: list[int] = []
+def _session_members(sid: int) -> dict[int, int]:
+    """Live processes of session ``sid`` with their process groups: a run and everything it
+    started (the PySpark worker daemon leaves the process group, not the session), also once
+    reparented after its parent died."""
+    members: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -212,7 +220,7 @@ def _session_members(sid: int) -> list[int]:
             continue
         # fields: state, ppid, pgrp, session, ...
         if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
-            members.append(int(entry))
+            members[int(entry)] = int(fields[2])
     return members
 
 
@@ -256,6 +264,15 @@ class SparkcdcProcess:
                 start_new_session=True,
             )
         self.killed = False
+        # Process groups of the run, refreshed while polling, so that kill() can freeze the
+        # driver and the Spark workers within microseconds of a trigger.
+        self._groups: set[int] = {self.process.pid}
+        self._groups_seen = 0.0
+
+    def _refresh_groups(self) -> None:
+        if time.monotonic() - self._groups_seen > 0.5:
+            self._groups = {self.pid, *_session_members(self.pid).values()}
+            self._groups_seen = time.monotonic()
 
     @property
     def pid(self) -> int:
@@ -265,7 +282,10 @@ class SparkcdcProcess:
         return self.process.poll()
 
     def kill(self) -> None:
-        """SIGKILL the whole tree at once: freeze it first so no part can act on another's death."""
+        """SIGKILL the whole session at once: freeze it first so no part can act on another's death."""
+        for group in self._groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGSTOP)
         frozen: set[int] = set()
         for _ in range(10):  # freeze until no new member appears
             found = set(_session_members(self.pid))
@@ -276,13 +296,14 @@ class SparkcdcProcess:
         _signal_all(sorted(frozen), signal.SIGKILL)
         self.process.wait()
         self.killed = True
-        self._wait_gone()
         _finish_archive(self._archive, ok=False)
+        if not self._wait_gone():
+            raise AssertionError(f"processes of the killed run survived: {list(_session_members(self.pid))}")
 
     def _reap(self, grace: float = 30.0) -> None:
         """After the run's own exit: let the JVM finish exiting, then kill whatever is left."""
         if not self._wait_gone(grace):
-            _signal_all(_session_members(self.pid), signal.SIGKILL)
+            _signal_all(list(_session_members(self.pid)), signal.SIGKILL)
             self._wait_gone()
 
     def _wait_gone(self, timeout: float = 10.0) -> bool:
@@ -319,6 +340,7 @@ class SparkcdcProcess:
         """Poll ``condition`` until it holds (True), the run exits or ``timeout`` passes (False)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            self._refresh_groups()
             if condition():
                 return True
             if self.process.poll() is not None:

@@ -22,6 +22,7 @@ DEFAULT_DRIVER_COMMAND: tuple[str, ...] = ("sparkcdc", "driver")
 SPARK_UID = 185  # the user of the official Spark images
 DRIVER_PORT = 7078
 BLOCK_MANAGER_PORT = 7079
+DRIVER_METRICS_PORT = 8090  # the driver's Prometheus endpoint (0: none)
 SPARK_LOCAL_DIR = "/var/lib/sparkcdc/spark-local"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -42,6 +43,7 @@ ENV_SPARK_MASTER = "SPARKCDC_SPARK_MASTER"
 ENV_POD_NAME = "SPARKCDC_POD_NAME"
 ENV_IMAGE = "SPARKCDC_IMAGE"
 ENV_DRIVER_HOST = "SPARK_DRIVER_HOST"
+ENV_DRIVER_METRICS_PORT = "SPARKCDC_DRIVER_METRICS_PORT"
 SECRET_ENV_PREFIX = "SPARKCDC_SECRET_"
 
 # Fields that change how the operator treats the driver, not what the driver does: changing them
@@ -108,6 +110,7 @@ def driver_pod(
     spec_hash: str,
     command: Sequence[str] = DEFAULT_DRIVER_COMMAND,
     scheduler_name: str | None = None,
+    metrics_port: int = DRIVER_METRICS_PORT,
 ) -> dict[str, Any]:
     """The driver Pod of ``epoch``; ``restartPolicy: Never`` because the operator does the restarts."""
     spec = pipeline.spec
@@ -129,7 +132,7 @@ def driver_pod(
             "fsGroup": SPARK_UID,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "containers": [_driver_container(pipeline, epoch, image, spark_master, command)],
+        "containers": [_driver_container(pipeline, epoch, image, spark_master, command, metrics_port)],
         "volumes": [
             {"name": "tmp", "emptyDir": {}},
             {"name": "spark-local", "emptyDir": {}},
@@ -152,18 +155,28 @@ def driver_pod(
 
 
 def _driver_container(
-    pipeline: CdcPipeline, epoch: int, image: str, spark_master: str, command: Sequence[str]
+    pipeline: CdcPipeline,
+    epoch: int,
+    image: str,
+    spark_master: str,
+    command: Sequence[str],
+    metrics_port: int,
 ) -> dict[str, Any]:
     spark = pipeline.spec.spark
+    ports = [
+        {"name": "driver-rpc", "containerPort": DRIVER_PORT, "protocol": "TCP"},
+        {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT, "protocol": "TCP"},
+    ]
+    if metrics_port:
+        ports.append({"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"})
+    env = _driver_env(pipeline, epoch, image, spark_master)
+    env.insert(4, {"name": ENV_DRIVER_METRICS_PORT, "value": str(metrics_port)})
     container: dict[str, Any] = {
         "name": "driver",
         "image": image,
         "command": list(command),
-        "env": _driver_env(pipeline, epoch, image, spark_master),
-        "ports": [
-            {"name": "driver-rpc", "containerPort": DRIVER_PORT, "protocol": "TCP"},
-            {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT, "protocol": "TCP"},
-        ],
+        "env": env,
+        "ports": ports,
         "resources": _driver_resources(spark.driver.cores, spark.driver.memory),
         "securityContext": {
             "runAsNonRoot": True,
@@ -217,9 +230,21 @@ def _driver_resources(cores: int, memory: str) -> dict[str, Any]:
     }
 
 
-def driver_service(pipeline: CdcPipeline) -> dict[str, Any]:
-    """Headless Service giving the driver a stable DNS name for Spark client mode."""
+def driver_service(pipeline: CdcPipeline, metrics_port: int = DRIVER_METRICS_PORT) -> dict[str, Any]:
+    """Headless Service giving the driver a stable DNS name for Spark client mode (and a named
+    ``metrics`` port for a ServiceMonitor)."""
     name = pipeline.metadata.name
+    ports = [
+        {"name": "driver-rpc", "port": DRIVER_PORT, "targetPort": DRIVER_PORT, "protocol": "TCP"},
+        {
+            "name": "blockmanager",
+            "port": BLOCK_MANAGER_PORT,
+            "targetPort": BLOCK_MANAGER_PORT,
+            "protocol": "TCP",
+        },
+    ]
+    if metrics_port:
+        ports.append({"name": "metrics", "port": metrics_port, "targetPort": metrics_port, "protocol": "TCP"})
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -234,15 +259,7 @@ def driver_service(pipeline: CdcPipeline) -> dict[str, Any]:
             "selector": driver_selector(name),
             # Executors connect while the driver starts, before any readiness would be reported.
             "publishNotReadyAddresses": True,
-            "ports": [
-                {"name": "driver-rpc", "port": DRIVER_PORT, "targetPort": DRIVER_PORT, "protocol": "TCP"},
-                {
-                    "name": "blockmanager",
-                    "port": BLOCK_MANAGER_PORT,
-                    "targetPort": BLOCK_MANAGER_PORT,
-                    "protocol": "TCP",
-                },
-            ],
+            "ports": ports,
         },
     }
 

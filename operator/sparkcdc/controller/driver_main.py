@@ -10,12 +10,15 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
+from dataclasses import replace
 from types import FrameType
 
 from sparkcdc.api.resource import CdcPipeline
 from sparkcdc.controller.builders import (
     DEFAULT_SPARK_MASTER,
+    DRIVER_METRICS_PORT,
+    ENV_DRIVER_METRICS_PORT,
     ENV_EPOCH,
     ENV_PIPELINE_NAME,
     ENV_PIPELINE_NAMESPACE,
@@ -23,17 +26,23 @@ from sparkcdc.controller.builders import (
     driver_spark_conf,
 )
 from sparkcdc.controller.client import KubeClient, load_config
+from sparkcdc.controller.driver_listener import (
+    DriverMetrics,
+    DriverProgress,
+    MeasuredSinkConfig,
+)
 from sparkcdc.controller.driver_support import (
-    StatusProgress,
     apply_resnapshot,
     env_secrets,
     with_assigned_server_ids,
     write_termination_message,
 )
+from sparkcdc.core.checkpoint import decode
 from sparkcdc.errors import USER_ERRORS
+from sparkcdc.sinks.base import writes_in_driver
 from sparkcdc.spark.pipeline import PipelineDriver
-from sparkcdc.spark.runtime import build_runtime
-from sparkcdc.spark.session import create_session
+from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
+from sparkcdc.spark.session import create_session, delta_conf, merge_conf
 from sparkcdc.state.status_store import FencedError, StatusCheckpointStore
 
 log = logging.getLogger("sparkcdc.driver")
@@ -80,19 +89,55 @@ def _run() -> None:
         raise RuntimeError(f"CdcPipeline {namespace}/{name} does not exist (deleted?)")
     pipeline = with_assigned_server_ids(CdcPipeline.from_k8s(obj))
     log.info("driver of %s/%s, epoch %d, Spark master %s", namespace, name, epoch, master)
+    metrics = DriverMetrics()
+    metrics.epoch.set(epoch)
+    port = metrics_port(env)
+    if port:
+        metrics.serve(port)
     store = StatusCheckpointStore(kube.api, namespace, name, epoch)
     try:
         runtime = build_runtime(pipeline, env_secrets(env))
         apply_resnapshot(store, pipeline)
-        spark = create_session(
-            f"sparkcdc-{namespace}-{name}", master, driver_spark_conf(pipeline, master, env)
-        )
+        progress = resumed_progress(store, metrics)
+        runtime = replace(runtime, sink=MeasuredSinkConfig(runtime.sink, progress))
+        spark = create_session(f"sparkcdc-{namespace}-{name}", master, spark_conf(runtime, master, env))
         try:
-            run_pipeline(PipelineDriver(runtime, store, spark, StatusProgress(store)))
+            run_pipeline(PipelineDriver(runtime, store, spark, progress))
         finally:
             spark.stop()
     finally:
         store.close()
+
+
+def spark_conf(runtime: PipelineRuntime, master: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The driver's Spark settings, with Delta's for a sink that writes from the driver."""
+    conf = driver_spark_conf(runtime.pipeline, master, env)
+    if writes_in_driver(runtime.sink):
+        partitions = runtime.pipeline.spec.snapshot.parallelism
+        conf = merge_conf(delta_conf(snapshot_partitions=partitions), conf)
+    return conf
+
+
+def metrics_port(env: Mapping[str, str]) -> int:
+    """``$SPARKCDC_DRIVER_METRICS_PORT`` (default 8090); 0 serves no metrics."""
+    text = env.get(ENV_DRIVER_METRICS_PORT, "").strip()
+    try:
+        return int(text) if text else DRIVER_METRICS_PORT
+    except ValueError:
+        log.warning("$%s=%r is not a port; serving no metrics", ENV_DRIVER_METRICS_PORT, text)
+        return 0
+
+
+def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> DriverProgress:
+    """The progress listener, its counters continued from the checkpoint and the last progress."""
+    document = store.load()
+    previous = store.last_status().get("progress") or {}
+    return DriverProgress(
+        store.update_progress,
+        metrics,
+        checkpoint=None if document is None else decode(document),
+        events_applied=int(previous.get("eventsApplied") or 0),
+    )
 
 
 def _check_local_dirs(env: MutableMapping[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""Pieces of ``sparkcdc driver`` that are not the main sequence: secrets, resnapshot, progress."""
+"""Pieces of ``sparkcdc driver`` that are not the main sequence: secrets, resnapshot, termination."""
 
 from __future__ import annotations
 
@@ -6,23 +6,17 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from sparkcdc.api.base import SecretKeyRef
 from sparkcdc.api.errors import SecretRefError
 from sparkcdc.api.resource import CdcPipeline
-from sparkcdc.api.status import Progress
 from sparkcdc.controller.builders import secret_env_name
 from sparkcdc.core.checkpoint import Checkpoint, decode, encode
 from sparkcdc.core.tables import TableId
-from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.runtime import SecretResolver
 from sparkcdc.state.status_store import StatusCheckpointStore
-
-if TYPE_CHECKING:
-    from sparkcdc.spark.snapshot import SplitSummary
 
 log = logging.getLogger("sparkcdc.driver")
 RESNAPSHOT_KEY = "resnapshotNonce"  # carried in the checkpoint document: the nonce already applied
@@ -87,39 +81,6 @@ def drop_tables(checkpoint: Checkpoint, tables: Sequence[TableId]) -> Checkpoint
         finished={t: f for t, f in checkpoint.finished.items() if t not in gone},
         snapshot_done=checkpoint.snapshot_done and not gone,
     )
-
-
-class StatusProgress(PipelineListener):
-    """Reports progress into ``status.progress`` (written with, or between, checkpoints)."""
-
-    def __init__(self, store: StatusCheckpointStore) -> None:
-        self._store = store
-        self._totals: dict[TableId, int] = {}
-        self._finished: dict[TableId, int] = {}
-        self._rows = 0
-
-    def message(self, text: str) -> None:
-        log.info("%s", text)
-
-    def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
-        self._totals, self._finished = dict(totals), dict(finished)
-        self._push()
-
-    def splits_finished(self, summaries: Sequence[SplitSummary]) -> None:
-        for summary in summaries:
-            table = summary.split.table
-            self._finished[table] = self._finished.get(table, 0) + 1
-            self._rows += summary.rows
-        self._push()
-
-    def _push(self) -> None:
-        progress = Progress(
-            splits_total=sum(self._totals.values()),
-            splits_finished=sum(self._finished.values()),
-            rows_snapshotted=self._rows,
-            tables=len(self._totals),
-        )
-        self._store.update_progress(progress.to_k8s())
 
 
 def write_termination_message(text: str) -> None:

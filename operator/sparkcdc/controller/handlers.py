@@ -145,10 +145,10 @@ def register(registry: kopf.OperatorRegistry, operator: Operator) -> None:
     def changed(namespace: str | None, name: str, **_: Any) -> None:
         operator.run(namespace or "default", name)
 
-    @kopf.on.event(*resource, registry=registry)
-    def pipeline_event(type: str, body: kopf.Body, **_: Any) -> None:
-        if type == "DELETED":
-            operator.forget(body.metadata.namespace or "default", body.metadata.name or "", body.metadata.uid)
+    # Only deletions: every status write of a driver is an event too, and kopf logs each call.
+    @kopf.on.event(*resource, registry=registry, when=lambda type, **_: type == "DELETED")
+    def pipeline_deleted(body: kopf.Body, **_: Any) -> None:
+        operator.forget(body.metadata.namespace or "default", body.metadata.name or "", body.metadata.uid)
 
     @kopf.on.event("v1", "pods", labels=DRIVER_LABELS, registry=registry)
     def driver_pod_event(namespace: str | None, labels: kopf.Labels, **_: Any) -> None:

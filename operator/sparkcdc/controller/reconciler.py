@@ -10,18 +10,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
 
 from sparkcdc.api.resource import CdcPipeline
-from sparkcdc.api.source import parse_server_id_range
 from sparkcdc.controller.builders import driver_pod, driver_service, spec_hash
 from sparkcdc.controller.client import ConflictError, KubeClient
 from sparkcdc.controller.metrics import OperatorMetrics
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.retain import restore_state
+from sparkcdc.controller.server_ids import ServerIdIndex
 from sparkcdc.controller.settings import OperatorSettings
 from sparkcdc.core.reconcile import reconcile
 from sparkcdc.core.reconcile_status import driver_service_name
@@ -60,8 +61,9 @@ class Reconciler:
         self._progress = ProgressClock()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        # Server-id assignment reads the other pipelines' ranges and writes one: one at a time.
+        # Server-id assignment reads the other pipelines' ranges and reserves one: one at a time.
         self._assign_lock = threading.Lock()
+        self.server_ids = ServerIdIndex(self._watched_pipelines)
 
     def lock(self, namespace: str, name: str) -> threading.Lock:
         with self._locks_guard:
@@ -85,6 +87,7 @@ class Reconciler:
 
     def forget(self, uid: str) -> None:
         self._progress.forget(uid)
+        self.server_ids.forget(uid)
         self.metrics.set_phase(uid, None)
 
     # -- one pass --------------------------------------------------------------------------------
@@ -102,18 +105,27 @@ class Reconciler:
         except ValidationError as err:
             self._report_invalid(obj, err, now)
             return self.settings.resync_seconds
+        self.server_ids.observe(obj)
         spec, status = pipeline.spec, pipeline.status
+        observed = self._observe(obj, pipeline, now)
         if spec.source.server_id is None and not (status and status.server_id_range):
+            # Choose and reserve a range under the lock (no API calls in it).
             with self._assign_lock:
-                return self._decide_and_act(obj, pipeline, now, self._server_ids_in_use(pipeline))
-        return self._decide_and_act(obj, pipeline, now, None)
+                uid = obj["metadata"].get("uid", "")
+                in_use = self.server_ids.in_use(spec.source.host, uid)
+                observed = replace(observed, server_ids_in_use=in_use)
+                actions = reconcile(spec, status, observed, now, self.decisions)
+                for action in actions:
+                    if isinstance(action, PatchStatus) and "serverIdRange" in action.fields:
+                        self.server_ids.reserve(uid, spec.source.host, str(action.fields["serverIdRange"]))
+        else:
+            actions = reconcile(spec, status, observed, now, self.decisions)
+        return self._execute(obj, pipeline, actions, now)
 
-    def _decide_and_act(
-        self, obj: Obj, pipeline: CdcPipeline, now: datetime, ids: tuple[tuple[int, int], ...] | None
-    ) -> float | None:
+    def _observe(self, obj: Obj, pipeline: CdcPipeline, now: datetime) -> Observed:
         md = obj["metadata"]
         namespace, name = md["namespace"], md["name"]
-        observed = Observed(
+        return Observed(
             pipeline=name,
             generation=int(md.get("generation") or 0),
             spec_hash=spec_hash(pipeline.spec),
@@ -121,10 +133,7 @@ class Reconciler:
             service_exists=self.kube.service_exists(namespace, driver_service_name(name)),
             deleting=md.get("deletionTimestamp") is not None,
             last_progress_at=self._progress.last_progress(md.get("uid", ""), obj.get("status"), now),
-            server_ids_in_use=ids,
         )
-        actions = reconcile(pipeline.spec, pipeline.status, observed, now, self.decisions)
-        return self._execute(obj, pipeline, actions, now)
 
     def _execute(
         self, obj: Obj, pipeline: CdcPipeline, actions: Sequence[Action], now: datetime
@@ -137,7 +146,7 @@ class Reconciler:
                 version = obj["metadata"]["resourceVersion"]
                 obj = self.kube.patch_pipeline_status(namespace, name, dict(action.fields), version)
             elif isinstance(action, CreateService):
-                self.kube.create_service(driver_service(pipeline))
+                self.kube.create_service(driver_service(pipeline, self.settings.driver_metrics_port))
             elif isinstance(action, CreatePod):
                 self.kube.create_pod(self.driver_pod(pipeline, action.epoch))
             elif isinstance(action, DeletePod):
@@ -163,6 +172,7 @@ class Reconciler:
             spec_hash=spec_hash(pipeline.spec),
             command=self.settings.driver_command,
             scheduler_name=self.settings.scheduler_name,
+            metrics_port=self.settings.driver_metrics_port,
         )
 
     def _event(self, obj: Obj, event: Event, now: datetime) -> None:
@@ -172,25 +182,10 @@ class Reconciler:
             log.warning("could not post event %s: %s", event.reason, err)
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _server_ids_in_use(self, pipeline: CdcPipeline) -> tuple[tuple[int, int], ...]:
-        """Server-id ranges of the other pipelines reading the same source host."""
+    def _watched_pipelines(self) -> list[Obj]:
         if self.settings.namespaces:
-            items = [p for ns in self.settings.namespaces for p in self.kube.list_pipelines(ns)]
-        else:
-            items = self.kube.list_pipelines()
-        ranges = []
-        for item in items:
-            if item["metadata"].get("uid") == pipeline.metadata.uid:
-                continue
-            source = (item.get("spec") or {}).get("source") or {}
-            if source.get("host") != pipeline.spec.source.host:
-                continue
-            text = source.get("serverId") or (item.get("status") or {}).get("serverIdRange")
-            try:
-                ranges.append(parse_server_id_range(str(text))) if text else None
-            except ValueError:
-                continue
-        return tuple(ranges)
+            return [p for ns in self.settings.namespaces for p in self.kube.list_pipelines(ns)]
+        return self.kube.list_pipelines()
 
     def _report_invalid(self, obj: Obj, err: ValidationError, now: datetime) -> None:
         """The apiserver's schema should have refused this; say so instead of guessing."""

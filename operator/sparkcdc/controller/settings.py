@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sparkcdc.controller.builders import DEFAULT_DRIVER_COMMAND, DEFAULT_SPARK_MASTER
+from sparkcdc.controller.builders import DEFAULT_DRIVER_COMMAND, DEFAULT_SPARK_MASTER, DRIVER_METRICS_PORT
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class OperatorSettings:
     driver_service_account: str = "sparkcdc-driver"
     scheduler_name: str | None = None  # e.g. the test node runner's scheduler
     metrics_port: int = 8080  # 0: no metrics endpoint
+    driver_metrics_port: int = DRIVER_METRICS_PORT  # the driver pods' metrics endpoint; 0: none
     liveness_port: int = 0  # 0: no kopf liveness endpoint
     resync_seconds: float = 30.0  # periodic reconcile of every pipeline
     stall_seconds: float = 600.0  # no progress for this long -> Stalled
@@ -53,6 +54,12 @@ def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = N
     )
     parser.add_argument("--scheduler-name", default=env.get("SPARKCDC_SCHEDULER_NAME") or None)
     parser.add_argument("--metrics-port", type=int, default=int(env.get("SPARKCDC_METRICS_PORT", "8080")))
+    parser.add_argument(
+        "--driver-metrics-port",
+        type=int,
+        default=int(env.get("SPARKCDC_DRIVER_METRICS_PORT", str(DRIVER_METRICS_PORT))),
+        help="port of the driver pods' Prometheus endpoint (0: none)",
+    )
     parser.add_argument("--liveness-port", type=int, default=int(env.get("SPARKCDC_LIVENESS_PORT", "0")))
     parser.add_argument(
         "--resync-seconds", type=float, default=float(env.get("SPARKCDC_RESYNC_SECONDS", "30"))
@@ -69,6 +76,7 @@ def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = N
         driver_service_account=args.driver_service_account,
         scheduler_name=args.scheduler_name,
         metrics_port=args.metrics_port,
+        driver_metrics_port=args.driver_metrics_port,
         liveness_port=args.liveness_port,
         resync_seconds=args.resync_seconds,
         stall_seconds=args.stall_seconds,

@@ -34,6 +34,9 @@ class TableChanges:
     upserts: Mapping[Key, Row]
     deletes: Sequence[Key]
     changelog: Sequence[ChangelogRecord] = field(default_factory=tuple)
+    # The batch's end: the transaction boundary after its last event (sinks record it, e.g. as
+    # Delta's idempotent-write version); None when the caller does not know it.
+    end: BinlogOffset | None = None
 
     @property
     def size(self) -> int:
@@ -53,7 +56,9 @@ def changelog_records(event: ChangeEvent) -> list[ChangelogRecord]:
 
 
 def build_batch(
-    events: Iterable[ChangeEvent], key_columns: Mapping[TableId, Sequence[str]]
+    events: Iterable[ChangeEvent],
+    key_columns: Mapping[TableId, Sequence[str]],
+    end: BinlogOffset | None = None,
 ) -> list[TableChanges]:
     """Group a batch's events by table and reduce each table's to its net effect."""
     by_table: dict[TableId, list[ChangeEvent]] = {}
@@ -63,5 +68,7 @@ def build_batch(
     for table, table_events in by_table.items():
         net = collapse_events(table_events, key_columns[table], lambda _key: True)
         records = [r for e in table_events for r in changelog_records(e)]
-        batch.append(TableChanges(table, dict(net.upserts), sorted(net.deletes, key=repr), tuple(records)))
+        batch.append(
+            TableChanges(table, dict(net.upserts), sorted(net.deletes, key=repr), tuple(records), end)
+        )
     return batch

@@ -12,6 +12,7 @@ and drops an older connection when another registers with the same id.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -138,6 +139,7 @@ class BinlogChangeReader:
         self._blocking = blocking
         self._heartbeat = heartbeat_seconds
         self._stream: BinLogStreamReader | None = None
+        self._stop_requested = threading.Event()
         self._losses = 0
         self.position: BinlogOffset | None = None
 
@@ -156,6 +158,14 @@ class BinlogChangeReader:
             except Exception:  # closing a connection the server already dropped
                 log.debug("closing the binlog stream failed", exc_info=True)
             self._stream = None
+
+    def request_stop(self) -> None:
+        """Make a running ``read``/``stream`` return after its current event; safe from any thread.
+
+        A blocking reader notices at its next event, so give it ``heartbeat_seconds``. Do not
+        ``close()`` it from another thread instead: that deadlocks with the blocked socket read.
+        """
+        self._stop_requested.set()
 
     def _on_lost(self, exc: BaseException) -> None:
         self._losses += 1
@@ -193,6 +203,7 @@ class BinlogChangeReader:
         when blocking). ``start`` must be an event boundary (a watermark or an event's offset)."""
         self.close()
         self._losses = 0
+        self._stop_requested.clear()
         self.position = start
         if stop is not None and not stop > start:
             return
@@ -205,7 +216,7 @@ class BinlogChangeReader:
                     self._complete_table_map(event)
                 elif isinstance(event, RowsEvent) and (stop is None or position <= stop):
                     yield from self._changes(event, position)
-                if stop is not None and position >= stop:
+                if (stop is not None and position >= stop) or self._stop_requested.is_set():
                     return
         except _ServerIdClashError:
             raise self._clash_error() from None
@@ -213,7 +224,7 @@ class BinlogChangeReader:
             raise self._stream_error(exc, start) from None
         finally:
             self.close()
-        if stop is not None:
+        if stop is not None and not self._stop_requested.is_set():
             raise SourceError(
                 f"the binlog ended at {self.position} before the requested position {stop}; the source's "
                 "binlog was reset or rotated away while it was being read"
@@ -229,6 +240,7 @@ class BinlogChangeReader:
         """
         self.close()
         self._losses = 0
+        self._stop_requested.clear()
         self.position = start
         self._stream = stream = self._open(start)
         try:
@@ -243,6 +255,8 @@ class BinlogChangeReader:
                     yield position
                 elif isinstance(event, QueryEvent):
                     yield from _query_items(event, position)
+                if self._stop_requested.is_set():
+                    return
         except _ServerIdClashError:
             raise self._clash_error() from None
         except pymysql.err.MySQLError as exc:

@@ -66,10 +66,12 @@ def read_split_snapshot(
     conn: Any, flavor: ServerFlavor, schema: TableSchema, split: SnapshotSplit, fetch_size: int
 ) -> tuple[BinlogOffset, pa.Table]:
     """The chunk and its low watermark: a binlog position no later than the chunk's read view."""
+    before = current_offset(conn, flavor)
     if not flavor.is_mariadb:
-        low = current_offset(conn, flavor)
-        return low, read_chunk(conn, schema, split, fetch_size)
-    # A single consistent read view, and the binlog position it corresponds to.
+        return before, read_chunk(conn, schema, split, fetch_size)
+    # A consistent read view, and the binlog position it corresponds to. (When read_chunk reads
+    # over ConnectorX's own connection, that read view starts later still, which keeps this
+    # position a valid low watermark; see chunk_reader.)
     _execute(conn, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     _execute(conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
     try:
@@ -81,7 +83,7 @@ def read_split_snapshot(
         _execute(conn, "COMMIT")
     file, pos = status.get("binlog_snapshot_file", ""), status.get("binlog_snapshot_position", "")
     if not file or not pos.isdigit():
-        return current_offset(conn, flavor), data  # cannot happen with log_bin on; be safe
+        return before, data  # cannot happen with log_bin on; the earlier position is still valid
     return BinlogOffset(file, int(pos)), data
 
 

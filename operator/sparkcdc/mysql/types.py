@@ -44,12 +44,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.mysql.arrow_values import binary_scalar, int_scalar, null_scalar, text_scalar
 from sparkcdc.mysql.columns import Column, Family
 
 if TYPE_CHECKING:
     from sparkcdc.mysql.schema import TableSchema
 
 __all__ = [
+    "arrow_to_canonical",
     "arrow_type",
     "binlog_row_to_canonical",
     "canonical_value",
@@ -294,7 +296,7 @@ def canonical_value(column: Column, value: Any) -> Any:
 
 def _null_zero_dates(strings: pa.Array) -> pa.Array:
     zero = pc.match_substring_regex(strings, _ZERO_DATE.pattern)
-    return pc.if_else(zero, pa.scalar(None, pa.string()), strings)
+    return pc.if_else(zero, null_scalar(pa.string()), strings)
 
 
 def _times(strings: pa.Array) -> pa.Array:
@@ -303,28 +305,29 @@ def _times(strings: pa.Array) -> pa.Array:
         raise pa.ArrowInvalid("TIME text in an unexpected format")
     seconds = pc.add(
         pc.add(
-            pc.multiply(parts.field("h").cast(pa.int64()), 3600),
-            pc.multiply(parts.field("m").cast(pa.int64()), 60),
+            pc.multiply(parts.field("h").cast(pa.int64()), int_scalar(3600)),
+            pc.multiply(parts.field("m").cast(pa.int64()), int_scalar(60)),
         ),
         parts.field("s").cast(pa.int64()),
     )
     fraction = pc.utf8_rpad(parts.field("f"), width=6, padding="0").cast(pa.int64())
-    micros = pc.add(pc.multiply(seconds, 1_000_000), fraction)
-    micros = pc.if_else(pc.equal(parts.field("sign"), "-"), pc.negate(micros), micros)
+    micros = pc.add(pc.multiply(seconds, int_scalar(1_000_000)), fraction)
+    micros = pc.if_else(pc.equal(parts.field("sign"), text_scalar("-")), pc.negate(micros), micros)
     return micros.cast(pa.duration("us"))
 
 
-def _vectorized(column: Column, values: Sequence[Any], typ: pa.DataType) -> pa.Array | None:
-    """Whole-column conversion of raw text-protocol values, or None when there is none."""
+def _binary_to_arrow(column: Column, data: pa.Array) -> pa.Array:
+    """Canonical values of a BIT, BINARY or GEOMETRY column from the bytes the server sends."""
+    if column.family is Family.GEOMETRY:
+        return pc.binary_slice(data, 4)
+    if column.family is Family.BIT and column.bit_width == 1:
+        return pc.not_equal(data, binary_scalar(b"\x00"))
+    return data  # the server returns BINARY(n) padded, BIT(n) as ceil(n/8) bytes
+
+
+def _text_to_arrow(column: Column, strings: pa.Array, typ: pa.DataType) -> pa.Array:
+    """Canonical values of any other column from the text the server prints for it."""
     family = column.family
-    if family in (Family.BIT, Family.BINARY, Family.GEOMETRY):
-        data = pa.array(values, pa.binary())
-        if family is Family.GEOMETRY:
-            return pc.binary_slice(data, 4)
-        if family is Family.BIT and column.bit_width == 1:
-            return pc.not_equal(data, pa.scalar(b"\x00", pa.binary()))
-        return data  # the server returns BINARY(n) padded, BIT(n) as ceil(n/8) bytes
-    strings = pa.array(values, pa.string())
     if family in (Family.INTEGER, Family.DECIMAL, Family.DOUBLE, Family.YEAR):
         return strings.cast(typ)
     if family is Family.FLOAT:
@@ -339,6 +342,54 @@ def _vectorized(column: Column, values: Sequence[Any], typ: pa.DataType) -> pa.A
     if family is Family.TIME:
         return _times(strings)
     return strings
+
+
+def _is_raw_binary(column: Column) -> bool:
+    return column.family in (Family.BIT, Family.BINARY, Family.GEOMETRY)
+
+
+def _vectorized(column: Column, values: Sequence[Any], typ: pa.DataType) -> pa.Array | None:
+    """Whole-column conversion of raw text-protocol values, or None when there is none."""
+    if _is_raw_binary(column):
+        return _binary_to_arrow(column, pa.array(values, pa.binary()))
+    return _text_to_arrow(column, pa.array(values, pa.string()), typ)
+
+
+def _native_temporal(array: pa.Array, typ: pa.DataType) -> pa.Array:
+    """DATE / DATETIME / TIMESTAMP values read natively (UTC wall clock for TIMESTAMP): year 0000
+    is a zero date like the text path's, so null; zero months and days never arrive this way."""
+    if pa.types.is_timestamp(array.type):
+        array = array.cast(pa.timestamp("us", tz=array.type.tz))
+    year_zero = pc.equal(pc.year(array), int_scalar(0))
+    if pc.any(year_zero).as_py():
+        array = pc.if_else(year_zero, null_scalar(array.type), array)
+    return array.cast(typ)
+
+
+def arrow_to_canonical(column: Column, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One column read straight into Arrow as canonical values.
+
+    ``values`` are what the server sends for the column as ``chunk_reader`` selects it: native
+    integers for integer columns, native dates and times (wall clock; TIMESTAMP in UTC) or their
+    text, the raw bytes of BIT, BINARY and GEOMETRY columns, and the server's text for everything
+    else — the same text as the text protocol, so the result equals ``column_to_arrow`` of the
+    text-protocol values.
+    """
+    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    typ = arrow_type(column)
+    if array.null_count == len(array):
+        return pa.nulls(len(array), typ)
+    try:
+        if _is_raw_binary(column):
+            return _binary_to_arrow(column, array.cast(pa.binary()))
+        if pa.types.is_integer(array.type):
+            return array.cast(typ)
+        if pa.types.is_timestamp(array.type) or pa.types.is_date(array.type):
+            return _native_temporal(array, typ)
+        return _text_to_arrow(column, array.cast(pa.string()), typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        # Unusual text (e.g. an out-of-range date): the exact slow path decides.
+        return pa.array([canonical_value(column, v) for v in array.to_pylist()], type=typ)
 
 
 def column_to_arrow(column: Column, values: Sequence[Any]) -> pa.Array:
@@ -377,4 +428,50 @@ def binlog_row_to_canonical(schema: TableSchema, values: Mapping[str, Any]) -> d
 
     Equal, column by column, to ``rows_to_arrow(...).to_pylist()`` for the same row.
     """
-    return {col.name: canonical_value(col, values.get(col.name)) for col in schema.columns}
+    names, converters = _row_converters(schema.columns)
+    get = values.get
+    return {name: convert(get(name)) for name, convert in zip(names, converters, strict=True)}
+
+
+# Per-column converters for binlog images: the value types the binlog library produces for a
+# family pass through unchanged when canonical_value would return them as they are; anything
+# else goes to canonical_value. Cached per columns tuple (schemas are immutable).
+_CONVERTERS: dict[int, tuple[tuple[Column, ...], tuple[str, ...], tuple[Any, ...]]] = {}
+
+
+def _passing(column: Column, kind: type, check: Any = None) -> Any:
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        if type(value) is kind and (check is None or check(value)):
+            return value
+        return canonical_value(column, value)
+
+    return convert
+
+
+def _converter(column: Column) -> Any:
+    family = column.family
+    if family is Family.INTEGER and not column.unsigned:
+        return _passing(column, int)
+    if family is Family.INTEGER and column.integer_bits < 64:
+        return _passing(column, int, lambda v: v >= 0)
+    if family in (Family.STRING, Family.ENUM, Family.SET, Family.JSON):
+        return _passing(column, str)
+    if family is Family.DOUBLE:
+        return _passing(column, float)
+    if family is Family.DATETIME:
+        return _passing(column, dt.datetime, lambda v: v.tzinfo is None)
+    if family is Family.DATE:
+        return _passing(column, dt.date)
+    return lambda value: canonical_value(column, value)
+
+
+def _row_converters(columns: tuple[Column, ...]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    cached = _CONVERTERS.get(id(columns))
+    if cached is None or cached[0] is not columns:
+        if len(_CONVERTERS) > 1024:
+            _CONVERTERS.clear()
+        cached = (columns, tuple(c.name for c in columns), tuple(_converter(c) for c in columns))
+        _CONVERTERS[id(columns)] = cached
+    return cached[1], cached[2]

@@ -7,7 +7,7 @@ its configuration is a small picklable object and the sink itself is created whe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -16,7 +16,15 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["ChangelogRecord", "Sink", "SinkConfig", "SinkError", "TableChanges"]
+__all__ = [
+    "ChangelogRecord",
+    "FrameSink",
+    "Sink",
+    "SinkConfig",
+    "SinkError",
+    "TableChanges",
+    "writes_in_driver",
+]
 
 
 class SinkError(RuntimeError):
@@ -47,3 +55,28 @@ class SinkConfig(Protocol):
 
     def describe(self) -> str:
         """A one-line description for progress output, without secrets."""
+
+
+class FrameSink(Sink, Protocol):
+    """A sink that writes with Spark from the driver (Delta Lake).
+
+    Its configuration has ``writes_in_driver = True``. The snapshot then never opens it in a
+    task: the tasks only read their splits, and their rows stay in the JVM as the DataFrame
+    ``rows`` (built on ``session``), which the sink writes in one commit per wave and table.
+    """
+
+    @property
+    def session(self) -> Any:
+        """The SparkSession that ``rows`` DataFrames must be built on."""
+
+    def write_frame(self, schema: TableSchema, splits: Sequence[SnapshotSplit], rows: Any) -> None:
+        """Make the sink's rows in the key ranges of ``splits`` exactly ``rows``, atomically.
+
+        ``rows`` is a lazy DataFrame in the sink's Spark types (sinks/spark_types.py); it is
+        evaluated once, by the write.
+        """
+
+
+def writes_in_driver(config: SinkConfig) -> bool:
+    """True for configurations of ``FrameSink``s."""
+    return bool(getattr(config, "writes_in_driver", False))

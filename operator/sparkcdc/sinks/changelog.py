@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.arrow_json import join_text, json_parts, text_bytes
 from sparkcdc.sinks.base import ChangelogRecord, Sink, SinkError, TableChanges
 from sparkcdc.sinks.values import dumps, json_value
 
@@ -61,22 +63,8 @@ class ChangelogSink(Sink):
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
     ) -> None:
         source = {"file": hw.file, "pos": hw.pos, "ts_ms": 0, "snapshot": True}
-        table = str(schema.table)
-        keys = schema.chunk_key
-
-        def lines() -> Iterable[str]:
-            for row in data.to_pylist():
-                key = [json_value(row[k]) for k in keys]
-                record = {
-                    "op": "+I",
-                    "table": table,
-                    "data": row,
-                    "source": source,
-                    "id": event_id(table, "snapshot", dumps(key)),
-                }
-                yield dumps(record)
-
-        self._write_file(self.table_dir(schema.table) / f"snapshot-{split.index:06d}.jsonl", lines())
+        target = self.table_dir(schema.table) / f"snapshot-{split.index:06d}.jsonl"
+        self._write_bytes(target, _snapshot_text(str(schema.table), schema.chunk_key, data, source))
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         if not changes.changelog:
@@ -95,13 +83,15 @@ class ChangelogSink(Sink):
         return dumps({"op": record.op, "table": table, "data": record.data, "source": source, "id": rid})
 
     def _write_file(self, target: Path, lines: Iterable[str]) -> None:
+        self._write_bytes(target, ((line + "\n").encode("utf-8") for line in lines))
+
+    def _write_bytes(self, target: Path, chunks: Iterable[bytes | memoryview]) -> None:
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            with tmp.open("w", encoding="utf-8") as out:
-                for line in lines:
-                    out.write(line)
-                    out.write("\n")
+            with tmp.open("wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, target)
@@ -113,3 +103,86 @@ class ChangelogSink(Sink):
 
     def close(self) -> None:
         return None
+
+
+# -- snapshot files, column-wise ----------------------------------------------------------------------
+#
+# A snapshot line is ``dumps({"op": "+I", "table": t, "data": row, "source": s, "id": event_id(t,
+# "snapshot", dumps(key))})``. The same text is assembled per batch from JSON-rendered columns
+# (arrow_json.json_column), so no Python object is made per value; only the event id, a hash,
+# is computed per row. ``_snapshot_lines`` is the reference the fast path is tested against.
+
+# Rows per rendered batch, and the text it may hold: bounded memory, and 32-bit Arrow offsets.
+_BATCH_ROWS = 65_536
+_BATCH_BYTES = 64 * 1024 * 1024
+
+
+def _snapshot_lines(
+    table: str, keys: Sequence[str], data: pa.Table, source: dict[str, object]
+) -> Iterable[str]:
+    for row in data.to_pylist():
+        key = [json_value(row[k]) for k in keys]
+        record = {
+            "op": "+I",
+            "table": table,
+            "data": row,
+            "source": source,
+            "id": event_id(table, "snapshot", dumps(key)),
+        }
+        yield dumps(record)
+
+
+def _event_ids(table: str, key_text: pa.Array) -> pa.Array:
+    """``event_id(table, "snapshot", key)`` of every key text, as a string array."""
+    base = hashlib.blake2b(f"{table}|snapshot|".encode(), digest_size=12)
+    digests = []
+    for key in key_text.cast(pa.binary()).to_pylist():
+        h = base.copy()
+        h.update(key)
+        digests.append(h.digest())
+    width = 2 * base.digest_size
+    count = len(digests)
+    offsets = pa.py_buffer(np.arange(0, width * (count + 1), width, dtype=np.int32).tobytes())
+    text = pa.py_buffer(b"".join(digests).hex().encode("ascii"))
+    return pa.StringArray.from_buffers(count, offsets, text)
+
+
+def _render_batch(table: str, keys: Sequence[str], batch: pa.Table, source: dict[str, object]) -> pa.Array:
+    parts = {name: json_parts(batch.column(name)) for name in batch.column_names}
+    # The key's JSON text (``dumps(key)``) is the key columns' texts in a list.
+    key_pieces: list[pa.Array | str] = []
+    text = "["
+    for i, k in enumerate(keys):
+        prefix, body, suffix = parts[k]
+        key_pieces += [text + ("" if i == 0 else ",") + prefix, body]
+        text = suffix
+    key_text = join_text(*key_pieces, text + "]")
+    pieces: list[pa.Array | str] = []
+    text = '{"op":"+I","table":' + dumps(table) + ',"data":{'
+    for i, name in enumerate(batch.column_names):
+        prefix, body, suffix = parts[name]
+        pieces += [text + ("" if i == 0 else ",") + dumps(name) + ":" + prefix, body]
+        text = suffix
+    pieces += [text + '},"source":' + dumps(source) + ',"id":"', _event_ids(table, key_text), '"}\n']
+    return join_text(*pieces)
+
+
+def _snapshot_text(
+    table: str, keys: Sequence[str], data: pa.Table, source: dict[str, object]
+) -> Iterator[bytes | memoryview]:
+    """The snapshot file's bytes, batch by batch."""
+    if data.num_rows == 0:
+        return
+    if data.num_columns == 0:
+        yield from ((line + "\n").encode() for line in _snapshot_lines(table, keys, data, source))
+        return
+    per_row = max(1, data.nbytes // data.num_rows)
+    step = max(1, min(_BATCH_ROWS, _BATCH_BYTES // per_row))
+    for offset in range(0, data.num_rows, step):
+        batch = data.slice(offset, step)
+        try:
+            text = _render_batch(table, keys, batch, source)
+        except pa.ArrowCapacityError:  # more text than 32-bit offsets hold: the per-row path
+            yield "".join(line + "\n" for line in _snapshot_lines(table, keys, batch, source)).encode()
+            continue
+        yield text_bytes(text)

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from sparkcdc.core.splits import Key
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.arrow_sql import insert_statements
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.sql import range_predicate
 
@@ -34,6 +35,11 @@ class Dialect(Protocol):
         self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
     ) -> None:
         """Insert canonical Python rows (columns ``names``) in the current transaction."""
+
+
+# Rows rendered at once by write_table, and the Arrow data they may hold.
+_RENDER_ROWS = 65_536
+_RENDER_BYTES = 32 * 1024 * 1024
 
 
 def _naive_utc(value: Any) -> Any:
@@ -117,11 +123,46 @@ class MySqlDialect:
         cur.execute(f"DELETE FROM {self.quote(schema.table.table)} WHERE {where}", params)
 
     def write_table(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
-        for batch in data.to_batches(max_chunksize=self.batch_rows * 10):
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-            self.write_rows(cur, schema, data.column_names, list(zip(*columns, strict=True)))
+        # Literals are rendered column-wise by Arrow (arrow_sql), exactly as executemany would
+        # escape the values, into statements of batch_rows rows within max_stmt_length.
+        if data.num_rows == 0:
+            return
+        names = ", ".join(self.quote(c) for c in data.column_names)
+        head = f"INSERT INTO {self.quote(schema.table.table)} ({names}) VALUES "
+        per_row = max(1, data.nbytes // data.num_rows)
+        step = max(1, min(_RENDER_ROWS, _RENDER_BYTES // per_row))
+        for offset in range(0, data.num_rows, step):
+            batch = data.slice(offset, step)
+            try:
+                statements = list(
+                    insert_statements(cur.connection, head, batch, self.batch_rows, self.max_stmt_length)
+                )
+            except pa.ArrowCapacityError:  # more text than 32-bit offsets hold: value by value
+                columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+                self._executemany(cur, schema, batch.column_names, list(zip(*columns, strict=True)))
+                continue
+            for statement in statements:
+                cur.execute(statement)
 
     def write_rows(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        if not rows:
+            return
+        # Canonical values convert to the schema's Arrow types exactly (or refuse to), and the
+        # rows then go the column-wise way of write_table.
+        try:
+            target = schema.arrow_schema()
+            fields = [target.field(n) for n in names]
+            columns = list(zip(*rows, strict=True))
+            arrays = [pa.array(c, type=f.type) for c, f in zip(columns, fields, strict=True)]
+            data = pa.Table.from_arrays(arrays, names=list(names))
+        except (pa.ArrowException, KeyError, ValueError, TypeError, OverflowError):
+            self._executemany(cur, schema, names, rows)
+            return
+        self.write_table(cur, schema, data)
+
+    def _executemany(
         self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
     ) -> None:
         # executemany folds the rows into multi-row INSERTs up to max_stmt_length.

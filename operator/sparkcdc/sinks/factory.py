@@ -6,6 +6,7 @@ from sparkcdc.api.sinks import ChangelogSink, ConsoleSink, DeltaSink, JdbcSink, 
 from sparkcdc.sinks.base import SinkConfig, SinkError
 from sparkcdc.sinks.changelog import ChangelogSinkConfig
 from sparkcdc.sinks.console import ConsoleSinkConfig
+from sparkcdc.sinks.delta import DeltaSinkConfig
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
 
 
@@ -28,5 +29,12 @@ def sink_config(spec: Sink, password: str | None) -> SinkConfig:
     if isinstance(spec, ConsoleSink):
         return ConsoleSinkConfig(spec.max_rows_per_table)
     if isinstance(spec, DeltaSink):
-        raise SinkError("spec.sink.type: delta is not available yet; use jdbc, changelog or console")
+        return DeltaSinkConfig(
+            path=spec.path,
+            partition_by=tuple((table, tuple(cols)) for table, cols in sorted(spec.partition_by.items())),
+            table_properties=tuple(sorted(spec.table_properties.items())),
+            change_data_feed=spec.change_data_feed,
+            optimize_every_commits=spec.optimize_every_commits,
+            merge_schema=spec.merge_schema,
+        )
     raise SinkError(f"spec.sink.type: unknown sink {type(spec).__name__}")

@@ -23,6 +23,7 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink, SinkError, TableChanges
 from sparkcdc.sinks.dialects import Dialect, dialect_for
+from sparkcdc.sinks.evolution import AddedColumn, alter_statements, existing_columns
 from sparkcdc.sinks.sql import key_in_list_predicate
 
 
@@ -90,6 +91,19 @@ class JdbcSink(Sink):
                 names = [c.name for c in schema.columns]
                 rows = [tuple(row.get(n) for n in names) for row in changes.upserts.values()]
                 self._dialect.write_rows(cur, schema, names, rows)
+
+    def evolve_table(
+        self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
+    ) -> list[str]:
+        """Follow a source ADD/DROP COLUMN (sinks/evolution.py); returns the statements run."""
+        with self._transaction(schema) as cur:
+            existing = existing_columns(cur, self._config.scheme, schema.table.table)
+            statements = alter_statements(
+                self._config.scheme, self._dialect.quote, schema, existing, added, dropped
+            )
+            for statement in statements:
+                cur.execute(statement)
+        return statements
 
     @contextmanager
     def _transaction(self, schema: TableSchema | None = None) -> Iterator[Any]:

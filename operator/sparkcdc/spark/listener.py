@@ -18,6 +18,10 @@ class PipelineListener:
     def message(self, text: str) -> None:
         return None
 
+    def warning(self, text: str) -> None:
+        """A condition worth a look (progress ``warnings``); shown as a message by default."""
+        self.message(f"WARNING: {text}")
+
     def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
         return None
 

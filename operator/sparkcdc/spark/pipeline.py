@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from sparkcdc.core.assigner import SnapshotSplitAssigner
-from sparkcdc.core.checkpoint import Checkpoint, decode, encode
+from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, decode, encode
 from sparkcdc.core.event_filter import start_offset
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
@@ -21,13 +21,39 @@ from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.spark.binlog_lost import (
+    ExpiryWatch,
+    binlog_expiry_seconds,
+    is_available,
+    lost_message,
+    lost_tables,
+    reset_lost_tables,
+    source_binlog_files,
+)
 from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.planning import plan_table, tail_splits
+from sparkcdc.spark.planning import key_order, plan_table, tail_splits
 from sparkcdc.spark.runtime import PipelineRuntime
+from sparkcdc.spark.schema_changes import fail_vanished_tables
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
-from sparkcdc.spark.startup import startup_offset
-from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings
+from sparkcdc.spark.startup import SearchContext, startup_offset
+from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
 from sparkcdc.state.base import CheckpointStore
+
+_MAX_RESNAPSHOTS = 3
+
+
+def _without_failed_tables(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> PipelineRuntime:
+    """The runtime with ``spec.source.tables`` entries naming failed tables left out: a table that
+    stopped on a rename or drop may be gone from the source, which must not stop the others."""
+    if checkpoint is None:
+        return runtime
+    failed = {str(t) for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
+    source = runtime.pipeline.spec.source
+    kept = [entry for entry in source.tables if entry not in failed]
+    if not failed or len(kept) == len(source.tables) or not kept:
+        return runtime
+    spec = runtime.pipeline.spec.model_copy(update={"source": source.model_copy(update={"tables": kept})})
+    return replace(runtime, pipeline=runtime.pipeline.model_copy(update={"spec": spec}))
 
 
 def default_server_ids(namespace: str, name: str, size: int) -> tuple[int, int]:
@@ -87,35 +113,101 @@ class PipelineDriver:
     def run(
         self, *, exit_when_caught_up: bool, should_stop: Callable[[], bool] = lambda: False
     ) -> Checkpoint:
-        """Snapshot (per the startup mode), then stream the binlog until stopped or caught up."""
-        mode = self._runtime.pipeline.spec.startup.mode
-        if mode in ("initial", "snapshot-only"):
-            checkpoint = self.run_snapshot()
-            if mode == "snapshot-only":
-                return checkpoint
-            start = checkpoint.binlog_offset or start_offset(checkpoint.all_finished_infos())
-        else:
-            checkpoint, start = self._stream_only_start()
-        stop_at = checkpoint.snapshot_end_offset if exit_when_caught_up else None
-        return self._stream(checkpoint, start, stop_at, should_stop)
+        """Snapshot (per the startup mode), then stream the binlog until stopped or caught up.
+
+        Before streaming, the binlog the pipeline resumes from must still be on the source
+        (binlog_lost.py): if not, it fails, or with ``onBinlogLost: resnapshot`` the tables whose
+        position was lost are snapshotted again and streaming resumes after that.
+        """
+        startup = self._runtime.pipeline.spec.startup
+        self._listener = ExpiryWatch(self._listener, self._binlog_expiry()).as_listener()
+        for _attempt in range(_MAX_RESNAPSHOTS + 1):
+            stored = self._fail_vanished_tables(self.load_checkpoint())
+            self._runtime = _without_failed_tables(self._runtime, stored)
+            resnapshot = stored is not None and bool(stored.plans) and not stored.snapshot_done
+            if startup.mode in ("initial", "snapshot-only") or resnapshot:
+                checkpoint = self.run_snapshot()
+                if startup.mode == "snapshot-only":
+                    return checkpoint
+                start = checkpoint.binlog_offset or start_offset(checkpoint.all_finished_infos())
+            else:
+                checkpoint, start = self._stream_only_start()
+            reset = self._check_binlog_available(checkpoint, start)
+            if reset is None:
+                return self._stream(checkpoint, start, exit_when_caught_up, should_stop)
+            self.save(reset)
+        raise SourceError(
+            f"the binlog was purged again while the lost tables were snapshotted ({_MAX_RESNAPSHOTS} times); "
+            "keep binlogs longer on the source (binlog_expire_logs_seconds) than a snapshot takes"
+        )
+
+    def _fail_vanished_tables(self, checkpoint: Checkpoint | None) -> Checkpoint | None:
+        """Captured tables that no longer exist (dropped or renamed while the pipeline was not
+        running) stop, instead of failing the start of the whole pipeline."""
+        if checkpoint is None:
+            return None
+        conn = connect(self._runtime.source)
+        try:
+            available = list_tables(conn)
+        finally:
+            conn.close()
+        updated = fail_vanished_tables(checkpoint, available)
+        if updated is checkpoint:
+            return checkpoint
+        for table, state in updated.tables.items():
+            if state != checkpoint.tables.get(table):
+                self._listener.warning(state.error)
+        self.save(updated)
+        return updated
+
+    def _binlog_expiry(self) -> float | None:
+        conn = connect(self._runtime.source)
+        try:
+            return binlog_expiry_seconds(conn)
+        finally:
+            conn.close()
+
+    def _check_binlog_available(self, checkpoint: Checkpoint, start: BinlogOffset) -> Checkpoint | None:
+        """None when streaming can start at ``start``; else the checkpoint with the lost tables
+        reset (``resnapshot``), or ``SourceError`` (``fail``)."""
+        conn = connect(self._runtime.source)
+        try:
+            files = source_binlog_files(conn)
+            if is_available(start, files):
+                return None
+            captured = list(discover_tables(self._runtime, conn))
+        finally:
+            conn.close()
+        if self._runtime.pipeline.spec.startup.on_binlog_lost != "resnapshot":
+            raise SourceError(lost_message(start, files))
+        lost = lost_tables(checkpoint, start, captured, files)
+        self._listener.warning(
+            lost_message(start, files).split(". Set")[0]
+            + f"; snapshotting {', '.join(map(str, lost)) or 'nothing'} again (onBinlogLost: resnapshot)"
+        )
+        return reset_lost_tables(checkpoint, lost)
 
     def _stream_only_start(self) -> tuple[Checkpoint, BinlogOffset]:
         """The checkpoint and start offset of a pipeline that captures without a snapshot."""
         checkpoint = self.load_checkpoint()
         if checkpoint is not None and checkpoint.binlog_offset is not None:
             return checkpoint, checkpoint.binlog_offset
+        ids = server_id_range(self._runtime, checkpoint)
         conn = connect(self._runtime.source)
         try:
             flavor = detect_flavor(conn)
             check_binlog_settings(conn)
-            discover_tables(self._runtime, conn)
+            tables = discover_tables(self._runtime, conn)
             now = current_offset(conn, flavor)
-            start = startup_offset(conn, self._runtime.pipeline.spec.startup, now)
+            search = SearchContext(self._runtime.source, live_reader_server_id(ids), flavor)
+            start = startup_offset(conn, self._runtime.pipeline.spec.startup, now, search)
         finally:
             conn.close()
-        ids = server_id_range(self._runtime, checkpoint)
+        self._listener.message(f"{self._runtime.pipeline.spec.startup.mode} start: binlog position {start}")
+        base = checkpoint or Checkpoint()
         checkpoint = replace(
-            checkpoint or Checkpoint(),
+            base,
+            tables={**{t: TableState(Phase.BINLOG) for t in tables}, **base.tables},
             server_ids=ids,
             snapshot_done=True,
             snapshot_end_offset=now,
@@ -128,16 +220,30 @@ class PipelineDriver:
         self,
         checkpoint: Checkpoint,
         start: BinlogOffset,
-        stop_at: BinlogOffset | None,
+        exit_when_caught_up: bool,
         should_stop: Callable[[], bool],
     ) -> Checkpoint:
         conn = connect(self._runtime.source)
         try:
             schemas = discover_tables(self._runtime, conn)
+            # --exit-when-caught-up: the position observed now, once the snapshot is done (a resumed
+            # run catches up with everything written while it was down).
+            now = current_offset(conn) if exit_when_caught_up else None
         finally:
             conn.close()
+        failed = {t for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
+        schemas = {t: s for t, s in schemas.items() if t not in failed}
+        stop_at = None
+        if now is not None:
+            ends = [o for o in (now, checkpoint.snapshot_end_offset) if o is not None]
+            stop_at = max(ends, key=BinlogOffset.sort_key)
         ids = checkpoint.server_ids or server_id_range(self._runtime, checkpoint)
-        settings = StreamSettings(ids[0], self._runtime.pipeline.spec.binlog, stop_at)
+        settings = StreamSettings(
+            live_reader_server_id(ids),
+            self._runtime.pipeline.spec.binlog,
+            stop_at,
+            dict(self._snapshot.chunk_key_columns),
+        )
         sink = self._runtime.sink.open()
         try:
             sink.prepare(list(schemas.values()))
@@ -217,6 +323,11 @@ class PipelineDriver:
                 for tail in tails:
                     checked_tails.add(tail.table)
                     self._resplit_grown_tail(conn, assigner, schemas[tail.table], tail)
+                # The new pieces are durable before any is written: a rerun after a crash must
+                # read the same pieces, or a sink keyed by split (changelog files) keeps pieces
+                # of an earlier cut, with rows the source deleted meanwhile.
+                checkpoint = assigner.to_checkpoint(checkpoint)
+                self.save(checkpoint)
                 wave = assigner.next_wave(wave_size)
             if not wave:
                 return checkpoint
@@ -237,7 +348,8 @@ class PipelineDriver:
             conn, schema, self._snapshot.chunk_size, start=tail.start, first_index=tail.index
         )
         if len(pieces) > 1:
-            assigner.resplit(tail, [p.start for p in pieces[1:] if p.start is not None])
+            boundaries = [p.start for p in pieces[1:] if p.start is not None]
+            assigner.resplit(tail, boundaries, order=key_order(schema))  # the key's collation order
             self._listener.message(
                 f"{tail.table} grew during the snapshot: its last split is now {len(pieces)} splits"
             )

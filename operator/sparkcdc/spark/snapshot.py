@@ -13,6 +13,7 @@ hold passwords) travel inside the pickled task closure, never in plan options or
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +22,9 @@ from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.mysql.split_reader import read_split
-from sparkcdc.sinks.base import SinkConfig
+from sparkcdc.mysql.split_reader import SplitReadResult, read_split
+from sparkcdc.sinks.base import SinkConfig, writes_in_driver
+from sparkcdc.spark.frame_wave import run_wave_in_driver
 
 
 @dataclass(frozen=True)
@@ -56,14 +58,28 @@ class WaveContext:
 
 
 def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]:
+    """Read and commit the task's splits in order, reading the next split while the current one
+    is written (one read ahead: at most two splits in memory). Both the ConnectorX read and the
+    Arrow kernels of the sinks release the GIL, so the two overlap on a multi-core executor."""
     sink = context.sink.open()
+    reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkcdc-read-ahead")
+
+    def read(split: SnapshotSplit) -> SplitReadResult:
+        schema = context.schemas[split.table]
+        return read_split(context.source, schema, split, task.server_id, context.fetch_size)
+
     try:
-        for split in task.splits:
-            schema = context.schemas[split.table]
-            result = read_split(context.source, schema, split, task.server_id, context.fetch_size)
-            sink.write_split(schema, split, result.data, result.high)
+        pending: Future[SplitReadResult] | None = reader.submit(read, task.splits[0]) if task.splits else None
+        for i, split in enumerate(task.splits):
+            assert pending is not None
+            result = pending.result()
+            pending = reader.submit(read, task.splits[i + 1]) if i + 1 < len(task.splits) else None
+            sink.write_split(context.schemas[split.table], split, result.data, result.high)
             yield SplitSummary(split, result.low, result.high, result.data.num_rows, result.backfill_events)
     finally:
+        # A read still running finishes on its own (its result is dropped): its connections
+        # close with it, and the split is read again by whichever task gets it next.
+        reader.shutdown(wait=False, cancel_futures=True)
         sink.close()
 
 
@@ -84,6 +100,8 @@ def plan_tasks(
 
 def run_wave(spark: Any, context: WaveContext, tasks: Sequence[SnapshotTask]) -> list[SplitSummary]:
     """Run one wave as a Spark job: one partition per task, summaries collected to the driver."""
+    if writes_in_driver(context.sink):  # Delta: tasks read, the driver's Spark writes (frame_wave.py)
+        return run_wave_in_driver(spark, context, tasks)
 
     def partition(items: Iterator[SnapshotTask]) -> Iterator[SplitSummary]:
         for task in items:

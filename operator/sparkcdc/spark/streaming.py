@@ -5,6 +5,11 @@ batch, so reading the next batch overlaps writing the current one. A batch ends 
 transaction boundary; its offset is checkpointed after the sink committed it (DESIGN §3
 rules 4–6), so a crash replays at most the uncommitted batch, which converges because every
 batch is applied as last images per key.
+
+Transaction boundaries include the commits of tables that are not captured and the source's
+heartbeats, so the checkpointed offset keeps moving while the captured tables are idle and a
+restart does not rescan unrelated binlog. DDL is judged in the reader thread (schema_changes.py)
+and applied here at its place in the stream.
 """
 
 from __future__ import annotations
@@ -12,24 +17,37 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from sparkcdc.api.spec import BinlogSpec
-from sparkcdc.core.checkpoint import Checkpoint, collapse_pure_tables
+from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, collapse_pure_tables
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.microbatch import build_batch
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import BinlogChangeReader, DdlStatement
+from sparkcdc.mysql.binlog_reader import DdlStatement
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order
+from sparkcdc.spark.schema_changes import EvolvingSink, SchemaChange, SchemaTracker
+
+__all__ = ["Batch", "BinlogStreamer", "StreamSettings", "live_reader_server_id"]
 
 _END = object()
+
+
+def live_reader_server_id(ids: tuple[int, int]) -> int:
+    """The live reader's replica id: the last of the pipeline's range. Snapshot tasks take ids
+    from the start of the range (one per task, ``snapshot.parallelism`` of them; the default
+    range has one more), so the reader never shares an id with a snapshot task — not even one
+    still running from a previous driver — unless the range is narrower than the task count; then
+    they share, but one pipeline never runs both at once."""
+    return ids[1]
 
 
 @dataclass
@@ -49,6 +67,9 @@ class Batch:
     def next(self) -> Batch:
         return Batch(open_events=self.open_events)
 
+    def touches(self, table: TableId) -> bool:
+        return any(e.table == table for e in self.events) or any(e.table == table for e in self.open_events)
+
 
 @dataclass(frozen=True)
 class StreamSettings:
@@ -56,28 +77,40 @@ class StreamSettings:
     binlog: BinlogSpec
     # Stop once everything up to this offset is committed (``--exit-when-caught-up``).
     stop_at: BinlogOffset | None = None
+    chunk_key_overrides: Mapping[str, list[str]] = field(default_factory=dict)
 
 
 class _ReaderThread(threading.Thread):
-    """Decodes the binlog into a bounded queue; errors are handed to the consumer."""
+    """Decodes the binlog into a bounded queue, judging DDL on the way; errors are handed to the
+    consumer."""
 
-    def __init__(self, items: Iterator[ChangeEvent | BinlogOffset | DdlStatement], capacity: int) -> None:
+    def __init__(
+        self, reader: StreamingChangeReader, start: BinlogOffset, tracker: SchemaTracker, capacity: int
+    ) -> None:
         super().__init__(name="sparkcdc-binlog-reader", daemon=True)
         self.queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
-        self._items = items
+        self._reader = reader
+        self._start = start
+        self._tracker = tracker
         self.error: BaseException | None = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         try:
-            for item in self._items:
-                while not self._stop.is_set():
+            for item in self._reader.stream(self._start):
+                if isinstance(item, DdlStatement):
+                    # Judged before the next event is decoded: later rows need the new definition.
+                    change = self._tracker.judge(item, self._reader)
+                    out: object = change if change is not None else item
+                else:
+                    out = item
+                while not self._halt.is_set():
                     try:
-                        self.queue.put(item, timeout=0.2)
+                        self.queue.put(out, timeout=0.2)
                         break
                     except queue.Full:
                         continue
-                if self._stop.is_set():
+                if self._halt.is_set():
                     return
         except BaseException as err:
             self.error = err
@@ -85,7 +118,7 @@ class _ReaderThread(threading.Thread):
             self.queue.put(_END)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
 
 class BinlogStreamer:
@@ -100,11 +133,11 @@ class BinlogStreamer:
     ) -> None:
         self._source = source
         self._sink = sink
-        self._schemas = dict(schemas)
+        self._schemas = dict(schemas)  # what rows are written with, per table
         self._settings = settings
         self._listener = listener
         self._save = save
-        self._row_keys = {t: s.row_key for t, s in schemas.items()}
+        self._failed: dict[TableId, TableState] = {}
 
     def build_filter(self, checkpoint: Checkpoint) -> BinlogSplitFilter:
         snapshotted = {t: checkpoint.finished.get(t, ()) for t in self._schemas if checkpoint.finished.get(t)}
@@ -117,24 +150,30 @@ class BinlogStreamer:
 
     def run(self, checkpoint: Checkpoint, start: BinlogOffset, should_stop: Callable[[], bool]) -> Checkpoint:
         """Stream from ``start`` until caught up (when ``stop_at`` is set) or ``should_stop``."""
+        self._failed = {t: s for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
+        for table in self._failed:
+            self._schemas.pop(table, None)
         event_filter = self.build_filter(checkpoint)
         stop_at = self._settings.stop_at
         if stop_at is not None and not stop_at > start:
             return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
-        reader = BinlogChangeReader(
+        reader = StreamingChangeReader(
             self._source,
             self._settings.server_id,
             self._schemas,
-            blocking=True,
             heartbeat_seconds=float(self._settings.binlog.heartbeat_interval_seconds),
         )
-        thread = _ReaderThread(reader.stream(start), capacity=self._settings.binlog.batch_rows * 2)
+        tracker = SchemaTracker(self._source, self._schemas, self._settings.chunk_key_overrides)
+        thread = _ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
         thread.start()
         try:
             return self._consume(thread, checkpoint, event_filter, should_stop)
         finally:
+            # Not reader.close() from this thread: it would race the reader's blocked socket read.
+            # The reader returns at its next event or heartbeat and closes its own connection.
             thread.stop()
-            reader.close()
+            reader.request_stop()
+            thread.join(timeout=2 * self._settings.binlog.heartbeat_interval_seconds + 1)
 
     def _consume(
         self,
@@ -157,30 +196,71 @@ class BinlogStreamer:
                     raise thread.error
                 return self._commit(batch, checkpoint)
             if isinstance(item, ChangeEvent):
-                batch.open_events.extend(event_filter.filter_event(item))
+                if item.table not in self._failed:
+                    batch.open_events.extend(event_filter.filter_event(item))
             elif isinstance(item, BinlogOffset):
                 batch.close_transaction(item)
                 event_filter.advance_to(item)
+            elif isinstance(item, SchemaInUse):
+                if item.schema != self._schemas.get(item.table) and item.table not in self._failed:
+                    if batch.touches(item.table):
+                        checkpoint = self._commit(batch, checkpoint)
+                        batch = batch.next()
+                    self._schemas[item.table] = item.schema
+            elif isinstance(item, SchemaChange):
+                checkpoint = self._commit(batch, checkpoint)
+                checkpoint = self._apply_schema_change(item, checkpoint)
+                batch = Batch()
+                event_filter.advance_to(item.offset)
             elif isinstance(item, DdlStatement):
-                batch.close_transaction(item.offset)
-                where = item.schema or "the binlog"
-                self._listener.message(f"DDL in {where} at {item.offset}: {item.query[:200]}")
+                batch.close_transaction(item.offset)  # DDL of other tables: only a boundary
             caught_up = stop_at is not None and batch.end is not None and batch.end >= stop_at
+            caught_up = caught_up or (stop_at is not None and _offset(checkpoint) >= stop_at)
             due = len(batch.events) >= spec.batch_rows or time.monotonic() - batch.started >= interval
             if batch.end is not None and (due or caught_up or should_stop()):
                 checkpoint = self._commit(batch, checkpoint)
                 batch = batch.next()
-                if caught_up or should_stop():
-                    return checkpoint
-            elif should_stop() and not batch.open_events:
+            if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
                 return checkpoint
+
+    def _apply_schema_change(self, change: SchemaChange, checkpoint: Checkpoint) -> Checkpoint:
+        """At the DDL's place in the stream: alter the target, switch schemas, stop failed tables;
+        then checkpoint past the statement (a crash before that repeats it, idempotently)."""
+        for evolution in change.evolutions:
+            if isinstance(self._sink, EvolvingSink):
+                statements = self._sink.evolve_table(evolution.schema, evolution.added, evolution.dropped)
+                for statement in statements:
+                    self._listener.message(f"{evolution.table}: target altered: {statement}")
+            self._schemas[evolution.table] = evolution.schema
+            self._listener.message(
+                f"{evolution.table}: schema change at {change.offset} followed "
+                f"(added {[a.column.name for a in evolution.added]}, dropped {list(evolution.dropped)})"
+            )
+        for table, error in change.failures.items():
+            self._failed[table] = TableState(Phase.FAILED, error)
+            self._schemas.pop(table, None)
+            self._listener.warning(error)
+        checkpoint = self._with_failures(replace(checkpoint, binlog_offset=change.offset))
+        self._save(checkpoint)
+        return checkpoint
+
+    def _with_failures(self, checkpoint: Checkpoint) -> Checkpoint:
+        if not self._failed:
+            return checkpoint
+        return replace(checkpoint, tables={**checkpoint.tables, **self._failed})
 
     def _commit(self, batch: Batch, checkpoint: Checkpoint) -> Checkpoint:
         if batch.end is None:
             return checkpoint
-        for changes in build_batch(batch.events, self._row_keys):
+        row_keys = {t: s.row_key for t, s in self._schemas.items()}
+        for changes in build_batch(batch.events, row_keys, end=batch.end):
             self._sink.apply_changes(self._schemas[changes.table], changes)
         checkpoint = collapse_pure_tables(replace(checkpoint, binlog_offset=batch.end))
+        checkpoint = self._with_failures(checkpoint)
         self._save(checkpoint)
         self._listener.batch_committed(len(batch.events), batch.end)
         return checkpoint
+
+
+def _offset(checkpoint: Checkpoint) -> BinlogOffset:
+    return checkpoint.binlog_offset or BinlogOffset("x.0", 0)

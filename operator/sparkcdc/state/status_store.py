@@ -96,6 +96,12 @@ class StatusCheckpointStore(CheckpointStore):
         """``status.progress`` (camelCase), written with the next checkpoint or on its own."""
         self._enqueue(None, progress)
 
+    def last_status(self) -> Obj:
+        """``status`` of the object as of the last read or write (empty before any)."""
+        with self._cond:
+            status: Obj = dict((self._obj or {}).get("status") or {})
+            return status
+
     def carry(self, key: str, value: Any) -> None:
         """Keep ``key`` in every saved document (e.g. the resnapshot nonce already applied)."""
         with self._cond:

@@ -134,6 +134,18 @@ def test_headless_service() -> None:
     assert all(pod_labels[k] == v for k, v in svc["spec"]["selector"].items())
 
 
+def test_driver_metrics_port_on_pod_and_service() -> None:
+    pod = build(metrics_port=9100)
+    assert env(pod)["SPARKCDC_DRIVER_METRICS_PORT"] == "9100"
+    assert {"name": "metrics", "containerPort": 9100, "protocol": "TCP"} in container(pod)["ports"]
+    ports = {p["name"]: p["port"] for p in driver_service(pipeline(), 9100)["spec"]["ports"]}
+    assert ports["metrics"] == 9100
+    off = build(metrics_port=0)
+    assert env(off)["SPARKCDC_DRIVER_METRICS_PORT"] == "0"
+    assert "metrics" not in {p["name"] for p in container(off)["ports"]}
+    assert "metrics" not in {p["name"] for p in driver_service(pipeline(), 0)["spec"]["ports"]}
+
+
 @pytest.mark.parametrize("name", ["a" * 63, "1abc", "x"])
 def test_service_names_are_dns_1035_labels(name: str) -> None:
     svc = driver_service_name(name)

@@ -22,7 +22,8 @@ class MemoryStore:
     """Stands in for StatusCheckpointStore: the same load/save/carry/flush contract."""
 
     def __init__(self, document: dict[str, Any] | None) -> None:
-        self.document, self.carried, self.saves = document, {}, 0
+        self.document, self.saves = document, 0
+        self.carried: dict[str, Any] = {}
 
     def load(self) -> dict[str, Any] | None:
         return self.document

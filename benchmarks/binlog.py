@@ -1,0 +1,308 @@
+"""Binlog catch-up throughput: a backlog of row changes decoded and applied, side by side in one run.
+
+    .venv/bin/python benchmarks/binlog.py [--changes N]
+
+Builds (once, kept in ``.bench/binlog``) a backlog of N (default 1,000,000) row changes on an
+initially empty 7-column table ``bench.changes``: rounds of 10,000 inserts, 6,000 updates and
+4,000 deletes, 1,000 rows per transaction. Then measures over exactly that binlog range:
+
+* ``mariadb-binlog``              ``mariadb-binlog --base64-output=decode-rows -v`` over the binlog
+                                  files, output discarded (the C baseline every ratio refers to);
+* ``python-mysql-replication``    the bare decode loop: ``BinLogStreamReader`` over the range,
+                                  touching every row's values;
+* ``sparkcdc reader``             sparkcdc's own reader (``read_changes``: decode plus canonical
+                                  values), no sink;
+* ``sparkcdc → jdbc, single reader``  ``sparkcdc run`` with ``startup.mode: specific-offset`` at
+                                  the backlog start and ``--exit-when-caught-up``, applying to a
+                                  JDBC replica on the same server; timed from the first checkpoint
+                                  to the checkpoint at the backlog end;
+* ``sparkcdc → jdbc, parallel catch-up``  not implemented yet: printed as such.
+
+Results go to ``benchmarks/results/binlog.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchsupport import (
+    BENCH_DIR,
+    bench_server,
+    checkpoint_document,
+    jdbc_sink,
+    machine,
+    mib,
+    run_sparkcdc,
+    write_manifest,
+    write_results,
+)
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from rich.console import Console
+from rich.table import Table
+
+from sparkcdc.core.checkpoint import decode
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.schema import load_table_schema
+
+DATABASE, TABLE = "bench", "changes"
+REPLICA = "bench_replica"
+ROUND = (10_000, 6_000, 4_000)  # inserts, updates, deletes per round
+PER_TRANSACTION = 1_000
+console = Console(width=None if sys.stdout.isatty() else 150)
+
+
+def _backlog_file(server: Any) -> Path:
+    return Path(server.base_dir) / "backlog.json"
+
+
+def _binlog_files(server: Any) -> list[str]:
+    return [str(row[0]) for row in server.execute("SHOW BINARY LOGS")]
+
+
+def build_backlog(server: Any, changes: int) -> tuple[BinlogOffset, BinlogOffset]:
+    """The backlog's (start, stop) binlog range, built on first use and remembered."""
+    path = _backlog_file(server)
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        start = BinlogOffset(saved["start"]["file"], saved["start"]["pos"])
+        stop = BinlogOffset(saved["stop"]["file"], saved["stop"]["pos"])
+        if saved.get("changes") == changes and start.file in _binlog_files(server):
+            return start, stop
+    per_round = sum(ROUND)
+    if changes % per_round:
+        raise SystemExit(f"--changes must be a multiple of {per_round}")
+    console.print(f"building a backlog of {changes:,} row changes (once; kept in {BENCH_DIR})")
+    server.execute(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+    server.execute(f"DROP TABLE IF EXISTS {DATABASE}.{TABLE}")
+    server.execute(
+        f"CREATE TABLE {DATABASE}.{TABLE} (id BIGINT NOT NULL PRIMARY KEY, customer INT, "
+        "amount DECIMAL(12,2), status VARCHAR(20), note VARCHAR(100), created DATETIME, "
+        "updated TIMESTAMP(3) NULL)"
+    )
+    server.execute("FLUSH BINARY LOGS")
+    start = BinlogOffset(*server.binlog_position())
+    table = f"{DATABASE}.{TABLE}"
+    inserts, updates, _ = ROUND  # the rest of each round's rows are deleted
+    for r in range(changes // per_round):
+        base = r * inserts
+        for lo in range(base + 1, base + inserts + 1, PER_TRANSACTION):
+            hi = lo + PER_TRANSACTION - 1
+            server.execute(
+                f"INSERT INTO {table} SELECT seq, seq % 9973, (seq % 100000) / 100, "
+                "ELT(1 + seq % 4, 'new', 'paid', 'shipped', 'Cancelled'), "
+                "CONCAT('order ', seq, ' for customer ', seq % 9973), "
+                "TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND, "
+                "TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND + INTERVAL (seq % 1000) MICROSECOND "
+                f"FROM {DATABASE}.seq_{lo}_to_{hi}"
+            )
+        for lo in range(base + 1, base + updates + 1, PER_TRANSACTION):
+            server.execute(
+                f"UPDATE {table} SET amount = amount + 1, status = 'paid', "
+                f"updated = updated + INTERVAL 1 SECOND WHERE id BETWEEN {lo} AND {lo + PER_TRANSACTION - 1}"
+            )
+        for lo in range(base + updates + 1, base + inserts + 1, PER_TRANSACTION):
+            server.execute(f"DELETE FROM {table} WHERE id BETWEEN {lo} AND {lo + PER_TRANSACTION - 1}")
+    stop = BinlogOffset(*server.binlog_position())
+    path.write_text(
+        json.dumps(
+            {
+                "changes": changes,
+                "start": {"file": start.file, "pos": start.pos},
+                "stop": {"file": stop.file, "pos": stop.pos},
+            }
+        )
+    )
+    return start, stop
+
+
+def source_config(server: Any) -> SourceConfig:
+    return SourceConfig(
+        host=server.host,
+        port=server.port,
+        user=server.cdc_user,
+        password=server.cdc_password,
+        tls_mode="disabled",
+    )
+
+
+def mariadb_binlog(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tuple[float, int]:
+    """Seconds for ``mariadb-binlog`` to decode the range; also the row events it printed."""
+    names = _binlog_files(server)
+    files = [
+        str(Path(server.data_dir) / n) for n in names[names.index(start.file) : names.index(stop.file) + 1]
+    ]
+    command = [
+        "mariadb-binlog",
+        "--no-defaults",
+        "--base64-output=decode-rows",
+        "-v",
+        f"--start-position={start.pos}",
+        f"--stop-position={stop.pos}",
+        *files,
+    ]
+    best = float("inf")
+    for _ in range(2):
+        began = time.perf_counter()
+        subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+        best = min(best, time.perf_counter() - began)
+    counted = subprocess.run(command, stdout=subprocess.PIPE, check=True).stdout
+    rows = sum(counted.count(f"\n### {verb} ".encode()) for verb in ("INSERT INTO", "UPDATE", "DELETE FROM"))
+    return best, rows
+
+
+def replication_loop(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tuple[float, int]:
+    """python-mysql-replication's bare loop: every row of every rows event, values touched."""
+    cfg = source_config(server)
+    settings = {"host": cfg.host, "port": cfg.port, "user": cfg.user, "passwd": cfg.password}
+    stream = BinLogStreamReader(
+        connection_settings=settings,
+        server_id=4_100_001,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        enable_logging=False,
+    )
+    rows = 0
+    began = time.perf_counter()
+    try:
+        for event in stream:
+            for _row in event.rows:  # decodes every image of the event
+                rows += 1
+            if BinlogOffset(str(stream.log_file), int(stream.log_pos)) >= stop:
+                break
+    finally:
+        stream.close()
+    return time.perf_counter() - began, rows
+
+
+def sparkcdc_reader(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tuple[float, int]:
+    cfg = source_config(server)
+    conn = connect(cfg)
+    try:
+        schema = load_table_schema(conn, TableId(DATABASE, TABLE))
+    finally:
+        conn.close()
+    began = time.perf_counter()
+    count = sum(1 for _ in read_changes(cfg, 4_100_002, start, stop, {schema.table: schema}))
+    return time.perf_counter() - began, count
+
+
+def sparkcdc_apply(server: Any, work: Path, start: BinlogOffset, stop: BinlogOffset) -> dict[str, Any]:
+    name = "bench-binlog"
+    state = work / "state"
+    shutil.rmtree(state, ignore_errors=True)
+    server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
+    manifest = write_manifest(
+        work / f"{name}.yaml",
+        name=name,
+        server=server,
+        tables=[f"{DATABASE}.{TABLE}"],
+        sink=jdbc_sink(server, REPLICA),
+        startup={"mode": "specific-offset", "file": start.file, "position": start.pos},
+    )
+
+    def offset() -> BinlogOffset | None:
+        document = checkpoint_document(state, name)
+        return None if document is None else decode(document).binlog_offset
+
+    def begun() -> bool:
+        return offset() is not None
+
+    def caught_up() -> bool:
+        current = offset()
+        return current is not None and current >= stop
+
+    run = run_sparkcdc(manifest, state, watch={"started": begun, "caught_up": caught_up}, timeout=3600)
+    if run.returncode != 0:
+        raise SystemExit(f"sparkcdc run failed with exit code {run.returncode}:\n{run.tail()}")
+    source_sum = server.execute(f"CHECKSUM TABLE {DATABASE}.{TABLE}")[0][1]
+    replica_sum = server.execute(f"CHECKSUM TABLE {REPLICA}.{TABLE}")[0][1]
+    assert source_sum == replica_sum, "the replica differs from the source after the catch-up"
+    server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
+    began = run.marks.get("started", 0.0)
+    return {
+        "seconds": round(run.marks.get("caught_up", run.seconds) - began, 3),
+        "wall_seconds": round(run.seconds, 3),
+        "peak_rss_mib": mib(run.peak_rss),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    args = parser.parse_args()
+    work = BENCH_DIR / "binlog-work"
+    work.mkdir(parents=True, exist_ok=True)
+    measured: dict[str, dict[str, Any]] = {}
+    with bench_server("binlog") as server:
+        start, stop = build_backlog(server, args.changes)
+        console.print(f"backlog {start} → {stop}: {args.changes:,} row changes")
+
+        seconds, rows = mariadb_binlog(server, start, stop)
+        assert rows == args.changes, f"mariadb-binlog printed {rows} row events"
+        measured["mariadb-binlog (decode-rows -v)"] = {"seconds": round(seconds, 3)}
+        console.print(f"mariadb-binlog: {seconds:.2f}s")
+
+        seconds, rows = replication_loop(server, start, stop)
+        assert rows == args.changes, f"python-mysql-replication decoded {rows} rows"
+        measured["python-mysql-replication (bare loop)"] = {"seconds": round(seconds, 3)}
+        console.print(f"python-mysql-replication: {seconds:.2f}s")
+
+        seconds, rows = sparkcdc_reader(server, start, stop)
+        assert rows == args.changes, f"sparkcdc's reader produced {rows} changes"
+        measured["sparkcdc reader (no sink)"] = {"seconds": round(seconds, 3)}
+        console.print(f"sparkcdc reader: {seconds:.2f}s")
+
+        applied = sparkcdc_apply(server, work, start, stop)
+        measured["sparkcdc → jdbc, single reader"] = applied
+        console.print(f"sparkcdc → jdbc: {applied}")
+
+    baseline = measured["mariadb-binlog (decode-rows -v)"]["seconds"]
+    for figures in measured.values():
+        figures["row_events_per_second"] = round(args.changes / figures["seconds"])
+        figures["ratio_to_mariadb_binlog"] = round(baseline / figures["seconds"], 3)
+    measured["sparkcdc → jdbc, parallel catch-up"] = {"not_implemented": True}
+    results = {
+        "benchmark": "binlog",
+        "machine": machine(),
+        "settings": {"row_changes": args.changes, "round": ROUND, "rows_per_transaction": PER_TRANSACTION},
+        "results": measured,
+        "target": {"parallel_catchup_row_events_per_second": 100_000},
+    }
+    path = write_results("binlog", results)
+
+    table = Table(title=f"binlog backlog of {args.changes:,} row changes (insert/update/delete)")
+    for column in ("path", "seconds", "row events/s", "× mariadb-binlog", "peak RSS"):
+        table.add_column(column, justify="left" if column == "path" else "right")
+    for name, figures in measured.items():
+        if figures.get("not_implemented"):
+            table.add_row(name, "not implemented", "", "", "")
+            continue
+        table.add_row(
+            name,
+            f"{figures['seconds']:.2f}",
+            f"{figures['row_events_per_second']:,}",
+            f"{figures['ratio_to_mariadb_binlog']:.3f}",
+            f"{figures['peak_rss_mib']:,.0f} MiB" if "peak_rss_mib" in figures else "",
+        )
+    console.print(table)
+    console.print(f"results written to {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""A minimal, conservative reading of DDL statements from the binlog.
+
+The binlog phase must know, for each DDL statement, which captured tables it touches and
+whether the change is one the pipeline follows (ADD COLUMN, DROP COLUMN), one it can ignore
+(indexes, table options, column defaults) or one that stops the table (rename, type change,
+primary key change, partition drops, truncation, drop). Anything not understood stops the
+table too: a wrong guess there would silently corrupt the replica, a stop names the statement.
+
+Names may be backquoted (with doubled backquotes inside) and qualified (``db.t``); unqualified
+names resolve against the statement's default schema (the ``USE`` database logged with it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from sparkcdc.core.tables import TableId
+
+__all__ = ["DdlKind", "TableDdl", "column_defaults", "parse_ddl", "split_top_level", "strip_comments"]
+
+_IDENT = r"(?:`(?:[^`]|``)+`|[0-9A-Za-z_$\u0080-\uffff]+)"
+_QUALIFIED = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
+_NAME_RX = re.compile(rf"\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?")
+
+
+class DdlKind(str, Enum):
+    EVOLVE = "evolve"  # columns added and/or dropped: follow it
+    IGNORE = "ignore"  # no effect on the rows a replica holds
+    FAIL = "fail"  # stop the table
+
+
+@dataclass(frozen=True)
+class TableDdl:
+    """What one statement does to one table."""
+
+    table: TableId
+    kind: DdlKind
+    added: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass
+class _Alter:
+    added: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    fail: list[str] = field(default_factory=list)
+
+
+def unquote(name: str) -> str:
+    name = name.strip()
+    if name.startswith("`") and name.endswith("`") and len(name) >= 2:
+        return name[1:-1].replace("``", "`")
+    return name
+
+
+def strip_comments(sql: str) -> str:
+    """The statement without comments; ``/*!NNNNN ...*/`` version comments keep their body."""
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"`":
+            end = i + 1
+            while end < n:
+                if sql[end] == "\\" and ch != "`":
+                    end += 2
+                    continue
+                if sql[end] == ch:
+                    if end + 1 < n and sql[end + 1] == ch:
+                        end += 2
+                        continue
+                    break
+                end += 1
+            out.append(sql[i : end + 1])
+            i = end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end
+            body = sql[i + 2 : end]
+            match = re.match(r"[!M]!?\d*", body)
+            if match is not None:
+                out.append(" " + body[match.end() :] + " ")
+            else:
+                out.append(" ")
+            i = end + 2
+        elif (sql.startswith("--", i) and (i + 2 >= n or sql[i + 2].isspace())) or ch == "#":
+            end = sql.find("\n", i)
+            i = n if end < 0 else end
+        else:
+            out.append(ch)
+            i += 1
+    return " ".join("".join(out).split())
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside parentheses and quotes."""
+    parts: list[str] = []
+    depth, start, i, quote = 0, 0, 0, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote != "`":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _table(text: str, default_schema: str) -> tuple[TableId | None, str]:
+    """The table name at the start of ``text`` and the rest."""
+    match = _NAME_RX.match(text)
+    if match is None:
+        return None, text
+    first, second = match.group(1), match.group(2)
+    if second is not None:
+        return TableId(unquote(first), unquote(second)), text[match.end() :]
+    if not default_schema:
+        return None, text[match.end() :]
+    return TableId(default_schema, unquote(first)), text[match.end() :]
+
+
+_IGNORED_ALTER = re.compile(
+    r"^(?:ADD\s+(?:CONSTRAINT\b|(?:UNIQUE|FULLTEXT|SPATIAL|FOREIGN|INDEX|KEY|CHECK|PERIOD)\b)"
+    r"|DROP\s+(?:INDEX|KEY|FOREIGN|CONSTRAINT|CHECK)\b"
+    r"|ALTER\s+(?:COLUMN\s+)?" + _IDENT + r"\s+(?:SET\s+DEFAULT|DROP\s+DEFAULT|SET\s+(?:IN)?VISIBLE)\b"
+    r"|ALTER\s+(?:INDEX|KEY)\b|RENAME\s+(?:INDEX|KEY)\b"
+    r"|ENGINE\b|(?:DEFAULT\s+)?(?:CHARACTER\s+SET|CHARSET|COLLATE)\b|COMMENT\b|AUTO_INCREMENT\b"
+    r"|ROW_FORMAT\b|KEY_BLOCK_SIZE\b|STATS_\w+\b|PACK_KEYS\b|CHECKSUM\b|MAX_ROWS\b|MIN_ROWS\b"
+    r"|AVG_ROW_LENGTH\b|DELAY_KEY_WRITE\b|PAGE_CHECKSUM\b|TRANSACTIONAL\b|ENCRYPTED\b|ENCRYPTION\w*\b"
+    r"|FORCE\b|ALGORITHM\b|LOCK\b|ORDER\s+BY\b|(?:DISABLE|ENABLE)\s+KEYS\b|(?:ANALYZE|CHECK|OPTIMIZE"
+    r"|REPAIR|REBUILD)\s+PARTITION\b|WAIT\b|NOWAIT\b)",
+    re.IGNORECASE,
+)
+_ADD_COLUMN = re.compile(rf"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?({_IDENT}|\()", re.IGNORECASE)
+_DROP_COLUMN = re.compile(
+    rf"^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s*(?:RESTRICT|CASCADE)?$", re.I
+)
+_ALTER_PREFIX = re.compile(
+    r"^ALTER\s+(?:ONLINE\s+|OFFLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE
+)
+_KEYWORDS_NOT_COLUMNS = {"PRIMARY", "INDEX", "KEY", "UNIQUE", "PARTITION", "SYSTEM", "CONSTRAINT"}
+
+
+def _column_list(text: str) -> list[str]:
+    """Names of ``(a INT, b TEXT)``."""
+    inner = text.strip()
+    if inner.startswith("(") and inner.endswith(")"):
+        inner = inner[1:-1]
+    names = []
+    for part in split_top_level(inner):
+        match = _NAME_RX.match(part)
+        if match is not None:
+            names.append(unquote(match.group(1)))
+    return names
+
+
+def _alter_spec(spec: str, result: _Alter) -> None:
+    if _IGNORED_ALTER.match(spec):
+        return
+    added = _ADD_COLUMN.match(spec)
+    if added is not None:
+        head = added.group(1)
+        if head == "(":
+            result.added.extend(_column_list(spec[added.start(1) :]))
+        elif head.upper() in _KEYWORDS_NOT_COLUMNS:
+            result.fail.append(spec)
+        else:
+            result.added.append(unquote(head))
+        return
+    dropped = _DROP_COLUMN.match(spec)
+    if dropped is not None and dropped.group(1).upper() not in _KEYWORDS_NOT_COLUMNS:
+        result.dropped.append(unquote(dropped.group(1)))
+        return
+    result.fail.append(spec)
+
+
+def _alter(body: str, table: TableId, statement: str) -> TableDdl:
+    result = _Alter()
+    for spec in split_top_level(body):
+        _alter_spec(spec, result)
+    if result.fail:
+        return TableDdl(table, DdlKind.FAIL, reason=f"unsupported change {result.fail[0]!r}")
+    if result.added or result.dropped:
+        return TableDdl(table, DdlKind.EVOLVE, tuple(result.added), tuple(result.dropped))
+    return TableDdl(table, DdlKind.IGNORE)
+
+
+def _names(text: str, default_schema: str) -> Iterator[TableId]:
+    for part in split_top_level(text):
+        table, _rest = _table(part, default_schema)
+        if table is not None:
+            yield table
+
+
+def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
+    """What ``statement`` does to each table it names (tables not named are untouched).
+
+    Statements that are not about tables (users, grants, databases other than DROP DATABASE,
+    views, routines) give an empty list. ``DROP DATABASE`` gives a single entry with table
+    ``*`` standing for every table of that database.
+    """
+    sql = strip_comments(statement)
+    upper = sql.upper()
+    alter = _ALTER_PREFIX.match(sql)
+    if alter is not None:
+        table, rest = _table(sql[alter.end() :], default_schema)
+        return [] if table is None else [_alter(rest, table, sql)]
+    match = re.match(r"^RENAME\s+TABLES?\s+", upper)
+    if match is not None:
+        tables: list[TableDdl] = []
+        for pair in split_top_level(sql[match.end() :]):
+            source, _rest = _table(pair, default_schema)
+            if source is not None:
+                tables.append(TableDdl(source, DdlKind.FAIL, reason="the table was renamed"))
+        return tables
+    match = re.match(r"^DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?", upper)
+    if match is not None:
+        if "TEMPORARY" in upper[: match.end()]:
+            return []
+        body = re.sub(r"\s+(?:RESTRICT|CASCADE)\s*$", "", sql[match.end() :], flags=re.IGNORECASE)
+        body = re.sub(r"^(?:WAIT\s+\d+|NOWAIT)\s+", "", body, flags=re.IGNORECASE)
+        return [
+            TableDdl(t, DdlKind.FAIL, reason="the table was dropped") for t in _names(body, default_schema)
+        ]
+    match = re.match(r"^TRUNCATE\s+(?:TABLE\s+)?", upper)
+    if match is not None:
+        table, _rest = _table(sql[match.end() :], default_schema)
+        reason = "the table was truncated (TRUNCATE writes no row events)"
+        return [] if table is None else [TableDdl(table, DdlKind.FAIL, reason=reason)]
+    match = re.match(r"^CREATE\s+OR\s+REPLACE\s+(?:TEMPORARY\s+)?TABLE\s+", upper)
+    if match is not None and "TEMPORARY" not in upper[: match.end()]:
+        table, _rest = _table(sql[match.end() :], default_schema)
+        return [] if table is None else [TableDdl(table, DdlKind.FAIL, reason="the table was replaced")]
+    match = re.match(r"^DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?", upper)
+    if match is not None:
+        db = _NAME_RX.match(sql[match.end() :])
+        if db is None:
+            return []
+        reason = "its database was dropped"
+        return [TableDdl(TableId(unquote(db.group(1)), "*"), DdlKind.FAIL, reason=reason)]
+    return []  # CREATE TABLE/INDEX, DROP INDEX, GRANT, ...: no effect on existing captured rows
+
+
+def column_defaults(conn: Any, table: TableId, is_mariadb: bool) -> dict[str, str | None]:
+    """Each column's default as a MySQL expression usable after ``DEFAULT`` (None: no default).
+
+    MariaDB (10.2.7+) reports defaults as SQL (``'abc'``, ``5``, ``NULL``, ``current_timestamp()``);
+    MySQL reports a literal's bare value and marks expressions with ``DEFAULT_GENERATED``.
+    """
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COLUMN_NAME, COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (table.database, table.table),
+        )
+        rows = cur.fetchall()
+    defaults: dict[str, str | None] = {}
+    for name, default, extra in rows:
+        name = _text(name)
+        if default is None:
+            defaults[name] = None
+            continue
+        text = _text(default)
+        if is_mariadb:
+            defaults[name] = text
+        elif "DEFAULT_GENERATED" in _text(extra or "").upper():
+            defaults[name] = f"({text})"
+        else:
+            defaults[name] = "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+    return defaults
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)

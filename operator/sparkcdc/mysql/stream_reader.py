@@ -1,0 +1,166 @@
+"""The live binlog reader: ``BinlogChangeReader.stream`` plus table definitions that change.
+
+The schemas the pipeline loads at start describe the tables *now*, but a resumed stream reads
+events written before later DDL. With ``binlog_row_metadata=FULL`` every table map names its
+columns, so each event is decoded against the columns it really has: the table's current
+schema projected onto the table map's names (columns added later are absent from the image,
+columns dropped since are skipped). When the projection a table is decoded with changes, the
+stream says so with a ``SchemaInUse`` item before that table's next rows, so the consumer writes
+those rows with the matching column list.
+
+``set_schema`` swaps a table's definition between two events (after a DDL the consumer
+reloaded), or stops decoding a table (``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+
+import pymysql
+from pymysqlreplication.constants import FIELD_TYPE
+from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
+from pymysqlreplication.row_event import RowsEvent, TableMapEvent
+
+from sparkcdc.core.events import ChangeEvent
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_reader import BinlogChangeReader, DdlStatement, _query_items, _ServerIdClashError
+from sparkcdc.mysql.columns import Family
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.schema import TableSchema
+
+__all__ = ["SchemaInUse", "StreamItem", "StreamingChangeReader", "project_schema"]
+
+
+@dataclass(frozen=True)
+class SchemaInUse:
+    """From here on, ``table``'s rows are decoded with ``schema`` (until the next notice)."""
+
+    table: TableId
+    schema: TableSchema
+
+
+StreamItem = ChangeEvent | BinlogOffset | DdlStatement | SchemaInUse
+
+
+def project_schema(schema: TableSchema, names: list[str]) -> TableSchema:
+    """``schema`` restricted to the columns named by a table map, in the table map's order.
+
+    Raises ``SourceError`` when a key column is missing: rows could not be identified.
+    """
+    by_name = {c.name.lower(): c for c in schema.columns}
+    columns = tuple(by_name[n.lower()] for n in names if n.lower() in by_name)
+    present = {c.name for c in columns}
+    missing = [k for k in schema.row_key if k not in present]
+    if missing:
+        raise SourceError(
+            f"table {schema.table}: binlog events carry columns {names}, without key column "
+            f"{missing[0]!r} of its current definition; its key changed since these events were "
+            "written — resnapshot the table"
+        )
+    return replace(schema, columns=columns)
+
+
+class StreamingChangeReader(BinlogChangeReader):
+    """A ``BinlogChangeReader`` for the binlog phase (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: SourceConfig,
+        server_id: int,
+        schemas: Mapping[TableId, TableSchema],
+        *,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        super().__init__(cfg, server_id, schemas, blocking=True, heartbeat_seconds=heartbeat_seconds)
+        self._latest: dict[TableId, TableSchema] = dict(self._schemas)
+        self._in_use: dict[TableId, TableSchema] = {}
+        self._notices: list[SchemaInUse] = []
+
+    def set_schema(self, table: TableId, schema: TableSchema | None) -> None:
+        """Decode ``table`` with ``schema`` from its next table map on; ``None`` drops its rows."""
+        if schema is None:
+            self._latest.pop(table, None)
+            self._schemas.pop(table, None)
+            self._in_use.pop(table, None)
+        else:
+            self._latest[table] = schema
+
+    def _complete_table_map(self, event: TableMapEvent) -> None:
+        table = TableId(event.schema, event.table)
+        latest = self._latest.get(table)
+        if latest is None:
+            self._schemas.pop(table, None)
+            return
+        names = [str(c.name) if c.name else "" for c in event.columns]
+        if all(names) and [n.lower() for n in names] != [c.name.lower() for c in latest.columns]:
+            effective = project_schema(latest, names)
+            self._schemas[table] = effective
+            self._fill_by_name(event, effective)
+        else:
+            if not all(names) and len(names) != len(latest.columns):
+                raise SourceError(
+                    f"table {table} has {len(names)} columns in the binlog but {len(latest.columns)} in its "
+                    "current definition, and the binlog does not name them (binlog_row_metadata is not "
+                    "FULL); set binlog_row_metadata=FULL on the source, or resnapshot the table"
+                )
+            effective = latest
+            self._schemas[table] = latest
+            super()._complete_table_map(event)
+        if self._in_use.get(table) != effective:
+            self._in_use[table] = effective
+            self._notices.append(SchemaInUse(table, effective))
+
+    @staticmethod
+    def _fill_by_name(event: TableMapEvent, schema: TableSchema) -> None:
+        by_name = {c.name.lower(): c for c in schema.columns}
+        for lib_col in event.columns:
+            col = by_name.get(str(lib_col.name).lower())
+            if col is None:
+                continue  # dropped since: decoded by the library from the table map, then skipped
+            lib_col.name = col.name
+            lib_col.unsigned = col.unsigned
+            if lib_col.type == FIELD_TYPE.ENUM and not lib_col.enum_values:
+                lib_col.enum_values = ["", *col.members]
+            elif lib_col.type == FIELD_TYPE.SET and not lib_col.set_values:
+                lib_col.set_values = list(col.members)
+            if getattr(lib_col, "character_set_name", None) is None:
+                if col.family in (Family.BINARY, Family.GEOMETRY):
+                    lib_col.character_set_name = "binary"
+                elif col.charset:
+                    lib_col.character_set_name = col.charset
+
+    def stream(self, start: BinlogOffset) -> Iterator[StreamItem]:  # type: ignore[override]
+        """Changes from ``start`` on, interleaved with transaction boundaries, DDL statements and
+        ``SchemaInUse`` notices (see ``BinlogChangeReader.stream``)."""
+        self.close()
+        self._losses = 0
+        self._stop_requested.clear()
+        self.position = start
+        self._in_use.clear()
+        self._stream = stream = self._open(start)
+        try:
+            for event in stream:
+                position = BinlogOffset(str(stream.log_file), int(stream.log_pos))
+                self.position = position
+                if isinstance(event, TableMapEvent):
+                    self._complete_table_map(event)
+                    if self._notices:
+                        yield from self._notices
+                        self._notices.clear()
+                elif isinstance(event, RowsEvent):
+                    yield from self._changes(event, position)
+                elif isinstance(event, (XidEvent, RotateEvent, HeartbeatLogEvent)):
+                    yield position
+                elif isinstance(event, QueryEvent):
+                    yield from _query_items(event, position)
+                if self._stop_requested.is_set():
+                    return
+        except _ServerIdClashError:
+            raise self._clash_error() from None
+        except pymysql.err.MySQLError as exc:
+            raise self._stream_error(exc, start) from None
+        finally:
+            self.close()

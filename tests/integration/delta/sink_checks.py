@@ -1,0 +1,282 @@
+"""Direct checks of the Delta sink in one Delta-enabled Spark (a subprocess of
+test_delta_sink.py, which created the source tables): ``python sink_checks.py REQUEST.json``.
+
+Each check prints ``ok <name>``; the first failing assertion ends the run with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/ (harness)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from delta_support import assert_rows_equal, normalized, source_rows, source_schema
+
+from sparkcdc.core.keys import KeyOrder
+from sparkcdc.core.microbatch import TableChanges
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig, commit_metadata
+from sparkcdc.sinks.evolution import AddedColumn
+from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
+
+
+class Checks:
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.source = SourceConfig(**request["source"])
+        self.db = request["db"]
+        self.lake = Path(request["lake"])
+        from sparkcdc.spark.session import create_session, delta_conf
+
+        self.spark = create_session("sparkcdc-delta-checks", "local[2]", delta_conf(snapshot_partitions=2))
+
+    def schema(self, table: str) -> TableSchema:
+        return source_schema(self.source, self.db, table)
+
+    def sink(self, **options: Any) -> DeltaSink:
+        return DeltaSinkConfig(str(self.lake), **options).open()
+
+    def frame(self, sink: DeltaSink, schema: TableSchema, data: pa.Table) -> Any:
+        return sink.session.createDataFrame(to_spark_arrow(schema, data), schema=spark_struct(schema))
+
+    def read(self, sink: DeltaSink, schema: TableSchema, version: int | None = None) -> pa.Table:
+        reader = sink.session.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(sink._config.table_path(schema.table)).toArrow()
+
+    def history(self, sink: DeltaSink, schema: TableSchema) -> list[Any]:
+        from delta.tables import DeltaTable
+
+        table = DeltaTable.forPath(sink.session, sink._config.table_path(schema.table))
+        return sorted(table.history().select("version", "operation", "userMetadata").collect())
+
+    def expect(self, sink: DeltaSink, schema: TableSchema, canonical: pa.Table, what: str) -> None:
+        want = normalized(schema, to_spark_arrow(schema, canonical))
+        got = normalized(schema, self.read(sink, schema))
+        assert_rows_equal(schema, want, got, what)
+
+    # -- the checks -----------------------------------------------------------------------------
+
+    def types_round_trip(self) -> None:
+        """Every MySQL type survives snapshot and MERGE unchanged (in the documented Spark form)."""
+        schema = self.schema("types")
+        data = source_rows(self.source, schema)
+        sink = self.sink()
+        sink.prepare([schema])
+        split = SnapshotSplit(schema.table, 0, None, None)
+        sink.write_frame(schema, [split], self.frame(sink, schema, data))
+        self.expect(sink, schema, data, "types after the snapshot")
+        rows = data.to_pylist()
+        changed = {(rows[0]["id"],): rows[0] | {"id": rows[0]["id"]}}
+        changed[(rows[0]["id"],)]["s"] = "changed ☃"
+        new = rows[1] | {"id": 999}
+        upserts = {**changed, (999,): new}
+        deletes = [(rows[2]["id"],)]
+        sink.apply_changes(
+            schema, TableChanges(schema.table, upserts, deletes, end=BinlogOffset("binlog.000001", 500))
+        )
+        model = {r["id"]: r for r in rows}
+        model.update({k[0]: v for k, v in upserts.items()})
+        del model[rows[2]["id"]]
+        self.expect(
+            sink, schema, pa.Table.from_pylist(list(model.values()), schema=schema.arrow_schema()), "merge"
+        )
+        print("ok types_round_trip", flush=True)
+
+    def replay_is_idempotent(self) -> None:
+        """A batch applied again — right away or after later batches — changes nothing."""
+        schema = self.schema("replay")
+        sink = self.sink()
+        sink.prepare([schema])
+        data = source_rows(self.source, schema)
+        sink.write_frame(schema, [SnapshotSplit(schema.table, 0, None, None)], self.frame(sink, schema, data))
+        base = {r["id"]: r for r in data.to_pylist()}
+
+        def batch(end: int, upserts: dict[int, str], deletes: Sequence[int]) -> TableChanges:
+            return TableChanges(
+                schema.table,
+                {(k,): {"id": k, "v": v} for k, v in upserts.items()},
+                [(k,) for k in deletes],
+                end=BinlogOffset("binlog.000002", end),
+            )
+
+        a = batch(1000, {1: "a1", 100: "a100"}, [2])
+        b = batch(2000, {1: "b1", 2: "b2"}, [100])
+        sink.apply_changes(schema, a)
+        sink.apply_changes(schema, b)
+        after_b = self.read(sink, schema)
+        versions = len(self.history(sink, schema))
+        sink.apply_changes(schema, a)  # a replay from before a: must not move the table back
+        sink.apply_changes(schema, b)  # the last batch again
+        assert len(self.history(sink, schema)) == versions, "a replayed batch made a commit"
+        assert normalized(schema, self.read(sink, schema)) == normalized(schema, after_b)
+        sink.apply_changes(schema, batch(3000, {3: "c3"}, []))
+        model = dict(base)
+        model.update({1: {"id": 1, "v": "b1"}, 2: {"id": 2, "v": "b2"}, 3: {"id": 3, "v": "c3"}})
+        model.pop(100, None)
+        self.expect(
+            sink, schema, pa.Table.from_pylist(list(model.values()), schema=schema.arrow_schema()), "c"
+        )
+        offsets = [commit_metadata(h[2]) for h in self.history(sink, schema)]
+        binlog = [m["offset"] for m in offsets if m and m["phase"] == "binlog"]
+        assert binlog == ["binlog.000002:1000", "binlog.000002:2000", "binlog.000002:3000"], binlog
+        print("ok replay_is_idempotent", flush=True)
+
+    def string_key_ranges(self) -> None:
+        """Re-writing a split of a utf8mb4_general_ci key replaces exactly the keys MySQL puts in
+        its range: 'B' lies in [ , 'c'), 'Zed' and '_x' do not (they would in binary order)."""
+        schema = self.schema("tags")
+        sink = self.sink()
+        sink.prepare([schema])
+        rows = source_rows(self.source, schema)
+        keys = [r["tag"] for r in rows.to_pylist()]
+        first = SnapshotSplit(schema.table, 0, None, ("c",))
+        second = SnapshotSplit(schema.table, 1, ("c",), None)
+
+        def part(names: Sequence[str]) -> pa.Table:
+            return pa.Table.from_pylist(
+                [r for r in rows.to_pylist() if r["tag"] in names], schema=rows.schema
+            )
+
+        order = KeyOrder.for_columns(schema.key_collations())
+        low = [k for k in keys if order.in_range((k,), None, ("c",))]
+        assert sorted(low) == ["B", "a", "b2"], low  # '_x' and 'Zed' sort after 'c' in general_ci
+        sink.write_frame(schema, [first, second], self.frame(sink, schema, rows))
+        # The source deleted 'B' and changed 'a' since: the split is read again and re-written.
+        again = part([k for k in low if k != "B"]).to_pylist()
+        again = [r | {"n": 100} if r["tag"] == "a" else r for r in again]
+        sink.write_frame(
+            schema, [first], self.frame(sink, schema, pa.Table.from_pylist(again, schema=rows.schema))
+        )
+        model = {r["tag"]: r for r in rows.to_pylist() if r["tag"] not in low}
+        model.update({r["tag"]: r for r in again})
+        self.expect(sink, schema, pa.Table.from_pylist(list(model.values()), schema=rows.schema), "tags")
+        print("ok string_key_ranges", flush=True)
+
+    def tail_resplit(self) -> None:
+        schema = self.schema("tail")
+        sink = self.sink()
+        sink.prepare([schema])
+        rows = source_rows(self.source, schema).to_pylist()
+        whole = SnapshotSplit(schema.table, 0, None, None)
+        sink.write_frame(
+            schema, [whole], self.frame(sink, schema, pa.Table.from_pylist(rows, schema.arrow_schema()))
+        )
+        # Re-cut into [ , 5) and [5, ); row 3 was deleted and row 7 changed at the source since.
+        rows = [r for r in rows if r["id"] != 3]
+        rows = [r | {"v": "seven"} if r["id"] == 7 else r for r in rows]
+        pieces = [SnapshotSplit(schema.table, 0, None, (5,)), SnapshotSplit(schema.table, 1, (5,), None)]
+        sink.write_frame(
+            schema, pieces, self.frame(sink, schema, pa.Table.from_pylist(rows, schema.arrow_schema()))
+        )
+        self.expect(sink, schema, pa.Table.from_pylist(rows, schema.arrow_schema()), "tail re-cut")
+        print("ok tail_resplit", flush=True)
+
+    def schema_evolution(self) -> None:
+        """The table starts without two of the source's columns (as before an ADD COLUMN).
+        evolve_table adds ``extra`` with the source's default for existing rows, once; a batch
+        whose rows have ``more``, which the table lacks, adds it (mergeSchema)."""
+        schema = self.schema("evolve")
+        old = replace(schema, columns=tuple(c for c in schema.columns if c.name in ("id", "v")))
+        sink = self.sink()
+        sink.prepare([old])
+        data = source_rows(self.source, old)
+        sink.write_frame(old, [SnapshotSplit(old.table, 0, None, None)], self.frame(sink, old, data))
+        mid = replace(schema, columns=tuple(c for c in schema.columns if c.name != "more"))
+        extra = schema.column("extra")
+        done = sink.evolve_table(mid, [AddedColumn(extra, "7", "v")], ())
+        assert done and "extra" in done[0], done
+        assert sink.evolve_table(mid, [AddedColumn(extra, "7", "v")], ()) == [], "not idempotent"
+        table = self.read(sink, schema)
+        assert set(table.column("extra").to_pylist()) == {7}, table.column("extra").to_pylist()
+        sink.apply_changes(
+            schema,
+            TableChanges(
+                schema.table,
+                {(1,): {"id": 1, "v": "one", "extra": 8, "more": "m"}},
+                [],
+                end=BinlogOffset("binlog.000003", 10),
+            ),
+        )
+        by_id = {r["id"]: r for r in self.read(sink, schema).to_pylist()}
+        assert by_id[1]["extra"] == 8 and by_id[1]["more"] == "m", by_id[1]
+        assert by_id[2]["extra"] == 7 and by_id[2]["more"] is None, by_id[2]
+        print("ok schema_evolution", flush=True)
+
+    def options(self) -> None:
+        """Partitioning, table properties, change data feed and OPTIMIZE every N commits."""
+        schema = self.schema("opts")
+        table = str(schema.table)
+        sink = self.sink(
+            partition_by=((table, ("bucket",)),),
+            table_properties=(("delta.logRetentionDuration", "interval 7 days"),),
+            change_data_feed=True,
+            optimize_every_commits=2,
+        )
+        sink.prepare([schema])
+        from delta.tables import DeltaTable
+
+        path = sink._config.table_path(schema.table)
+        detail = DeltaTable.forPath(sink.session, path).detail().collect()[0]
+        assert list(detail["partitionColumns"]) == ["bucket"], detail["partitionColumns"]
+        props = dict(detail["properties"])
+        assert props.get("delta.enableChangeDataFeed") == "true", props
+        assert props.get("delta.logRetentionDuration") == "interval 7 days", props
+        data = source_rows(self.source, schema)
+        sink.write_frame(schema, [SnapshotSplit(schema.table, 0, None, None)], self.frame(sink, schema, data))
+        sink.apply_changes(
+            schema,
+            TableChanges(
+                schema.table, {(1,): {"id": 1, "bucket": 9, "v": "moved"}}, [(2,)], end=BinlogOffset("b.1", 7)
+            ),
+        )
+        changes = (
+            sink.session.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2)
+        )
+        kinds = sorted(r[0] for r in changes.load(path).select("_change_type").collect())
+        assert kinds == ["delete", "update_postimage", "update_preimage"], kinds
+        operations = [h[1] for h in self.history(sink, schema)]
+        assert "OPTIMIZE" in operations, operations
+        self.expect(
+            sink,
+            schema,
+            pa.Table.from_pylist(
+                [
+                    r | {"bucket": 9, "v": "moved"} if r["id"] == 1 else r
+                    for r in data.to_pylist()
+                    if r["id"] != 2
+                ],
+                schema=data.schema,
+            ),
+            "opts",
+        )
+        print("ok options", flush=True)
+
+
+def main() -> None:
+    request = json.loads(Path(sys.argv[1]).read_text())
+    checks = Checks(request)
+    try:
+        checks.types_round_trip()
+        checks.replay_is_idempotent()
+        checks.string_key_ranges()
+        checks.tail_resplit()
+        checks.schema_evolution()
+        checks.options()
+    finally:
+        checks.spark.stop()
+
+
+if __name__ == "__main__":
+    main()
