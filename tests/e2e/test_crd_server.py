@@ -24,7 +24,7 @@ SERVER_REJECTS = {
     "bad_base64": "illegal base64 data",
     "bad_memory": 'spec.spark.executor.memory: Invalid value: "2GB"',
     "bad_name": 'metadata.name: Invalid value: "Shop_Replica"',
-    "field_of_other_sink_type": "changeDataFeed and optimizeEveryCommits are only allowed when type is delta",
+    "field_of_other_sink_type": "optimizeEveryCommits and mergeSchema are only allowed when type is delta",
     "jdbc_url_scheme": 'spec.sink.url: Invalid value: "oracle://',
     "jdbc_url_without_database": 'spec.sink.url: Invalid value: "mysql://127.0.0.1:3306/"',
     "missing_required_field": "spec.source.host: Required value",

@@ -71,8 +71,7 @@ class MySqlDialect:
                 connect_timeout=10,
             )
             with conn.cursor() as cur:
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.quote(config.database)}")
-                cur.execute(f"USE {self.quote(config.database)}")
+                self._use_database(cur, config.database)
                 cur.execute("SELECT @@max_allowed_packet")
                 row = cur.fetchone()
                 packet = int(row[0]) if row else 4 * 1024 * 1024
@@ -85,6 +84,19 @@ class MySqlDialect:
             ) from None
         self.max_stmt_length = max(64 * 1024, int(packet) - 64 * 1024)
         return conn
+
+    def _use_database(self, cur: Any, database: str) -> None:
+        # CREATE DATABASE only when it is missing: even IF NOT EXISTS is written to the binlog, and
+        # a replica on the source server would otherwise push every split's high watermark on.
+        import pymysql
+
+        try:
+            cur.execute(f"USE {self.quote(database)}")
+        except pymysql.err.OperationalError as err:
+            if not err.args or err.args[0] != 1049:  # ER_BAD_DB_ERROR
+                raise
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.quote(database)}")
+            cur.execute(f"USE {self.quote(database)}")
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
