@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -246,6 +247,7 @@ def main() -> None:
     )
     parser.add_argument("--changes", type=int, default=1_000_000)
     args = parser.parse_args()
+    started = machine()
     work = BENCH_DIR / "binlog-work"
     work.mkdir(parents=True, exist_ok=True)
     measured: dict[str, dict[str, Any]] = {}
@@ -279,7 +281,8 @@ def main() -> None:
     measured["sparkcdc → jdbc, parallel catch-up"] = {"not_implemented": True}
     results = {
         "benchmark": "binlog",
-        "machine": machine(),
+        "machine": started,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "settings": {"row_changes": args.changes, "round": ROUND, "rows_per_transaction": PER_TRANSACTION},
         "results": measured,
         "target": {"parallel_catchup_row_events_per_second": 100_000},

@@ -16,6 +16,7 @@ Prints p50/p90/p99/max and writes ``benchmarks/results/latency.json``.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import statistics
@@ -153,6 +154,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--batch-interval-ms", type=int, default=None, help="spec.binlog.batchIntervalMs")
     args = parser.parse_args()
+    started = machine()
     work = BENCH_DIR / "latency-work"
     work.mkdir(parents=True, exist_ok=True)
     binlog = {"batchIntervalMs": args.batch_interval_ms} if args.batch_interval_ms else None
@@ -202,7 +204,8 @@ def main() -> None:
     }
     results = {
         "benchmark": "latency",
-        "machine": machine(),
+        "machine": started,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "settings": {
             "rate_per_second": args.rate,
             "seconds": args.seconds,

@@ -204,10 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resync-seconds", type=float, default=30.0)
     parser.add_argument("--probes", type=int, default=5)
     parser.add_argument("--no-results", action="store_true", help="do not write the results file")
+    parser.add_argument("--keep", type=Path, help="keep the logs (operator.log, the control plane's) here")
     args = parser.parse_args(argv)
     bin_dir = ensure_binaries()
     with tempfile.TemporaryDirectory(prefix="sparkcdc-scale-") as tmp:
-        workdir = Path(tmp)
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         with (
             ControlPlane(workdir / "cp", bin_dir=bin_dir) as cp,
             NodeRunner(cp.kubeconfig_path, workdir=workdir / "node") as runner,

@@ -39,9 +39,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from benchsupport import (
     BENCH_DIR,
     bench_server,
@@ -68,7 +70,8 @@ from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, chunk_read_method
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.mysql.split_reader import read_split
-from sparkcdc.sinks.changelog import ChangelogSinkConfig
+from sparkcdc.sinks.changelog import ChangelogSinkConfig, _snapshot_lines, _snapshot_text
+from sparkcdc.sinks.dialects import MySqlDialect
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
 from sparkcdc.spark.planning import plan_table
 
@@ -190,6 +193,57 @@ def write_jdbc(server: Any, schema: Any, reads: list[Any]) -> dict[str, float]:
         server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
 
 
+def per_row_baselines(server: Any, schema: Any, reads: list[Any], rows: int) -> dict[str, dict[str, float]]:
+    """The sinks' per-row reference paths against their column-wise ones on the same ROWS rows, in
+    this process: the changelog's ``json.dumps`` per row (``_snapshot_lines``) and the JDBC
+    dialect's ``executemany`` (``_executemany``), each into its own replica table."""
+    data = pa.concat_tables([r.data for _, r in reads]).slice(0, rows)
+    source = {"file": "binlog.000001", "pos": 4, "ts_ms": 0, "snapshot": True}
+    table = str(schema.table)
+    out: dict[str, dict[str, float]] = {}
+
+    def measure(name: str, work: Any) -> None:
+        cpu, start = time.process_time(), time.perf_counter()
+        work()
+        out[name] = {
+            "seconds": round(time.perf_counter() - start, 3),
+            "cpu_seconds": round(time.process_time() - cpu, 2),
+        }
+
+    measure(
+        "changelog lines, json.dumps per row",
+        lambda: sum(len(x) for x in _snapshot_lines(table, ("id",), data, source)),
+    )
+    measure(
+        "changelog lines, column-wise",
+        lambda: sum(len(x) for x in _snapshot_text(table, ("id",), data, source)),
+    )
+    server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
+    dialect = MySqlDialect()
+    conn = dialect.connect(
+        JdbcSinkConfig("mysql", server.host, server.port, REPLICA, server.cdc_user, server.cdc_password)
+    )
+    try:
+        python_rows = list(zip(*[c.to_pylist() for c in data.columns], strict=True))
+        writes = {
+            "jdbc inserts, executemany": lambda cur, target: dialect._executemany(
+                cur, target, data.column_names, python_rows
+            ),
+            "jdbc inserts, column-wise": lambda cur, target: dialect.write_table(cur, target, data),
+        }
+        for name, write in writes.items():
+            target = replace(schema, table=TableId(REPLICA, f"{TABLE}_{len(out)}"))
+            with conn.cursor() as cur:
+                cur.execute(dialect.create_table_sql(target))
+                dialect.begin(cur)
+                measure(name, lambda cur=cur, target=target, write=write: write(cur, target))
+            conn.commit()
+    finally:
+        conn.close()
+        server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
+    return out
+
+
 def run_pipeline(
     server: Any,
     work: Path,
@@ -284,6 +338,12 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--skip-pymysql", action="store_true", help="leave out the slow PyMySQL read path")
     parser.add_argument(
+        "--baseline-rows",
+        type=int,
+        default=200_000,
+        help="rows for the per-row vs column-wise sink comparison",
+    )
+    parser.add_argument(
         "--skip-defaults", action="store_true", help="leave out the run with default settings"
     )
     args = parser.parse_args()
@@ -326,6 +386,8 @@ def main() -> None:
                 reads = these
         measured["changelog write only (1 process)"] = write_changelog(server, schema, reads)
         measured["jdbc write only (1 process)"] = write_jdbc(server, schema, reads)
+        results["per_row_baselines"] = per_row_baselines(server, schema, reads, args.baseline_rows)
+        console.print(f"per-row baselines: {results['per_row_baselines']}")
         del reads
 
         changelog_dir = work / "changelog"
@@ -387,6 +449,7 @@ def main() -> None:
                 )
             )
     results["results"] = measured
+    results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["target"] = {"changelog_ratio_to_client": 0.6}
     path = write_results("snapshot", results)
 
@@ -407,6 +470,15 @@ def main() -> None:
             f"{figures['wall_seconds']:.1f}s" if "wall_seconds" in figures else "",
         )
     console.print(table)
+    baselines = Table(
+        title=f"sink rendering, per row vs column-wise, {args.baseline_rows:,} rows in this process"
+    )
+    for column in ("path", "seconds", "CPU s", "rows/s (CPU)"):
+        baselines.add_column(column, justify="left" if column == "path" else "right")
+    for name, figures in results["per_row_baselines"].items():
+        per_cpu = round(args.baseline_rows / max(figures["cpu_seconds"], 0.01))
+        baselines.add_row(name, f"{figures['seconds']:.2f}", f"{figures['cpu_seconds']:.2f}", f"{per_cpu:,}")
+    console.print(baselines)
     console.print(
         "sparkcdc runs: seconds from planning to the last split committed, which includes starting the "
         "Spark session and its Python workers (the session starts lazily, with the first wave); "

@@ -105,13 +105,17 @@ def _connectorx_url(conn: Any) -> str | None:
 
 def chunk_read_method(conn: Any) -> str:
     """``"connectorx"`` or ``"pymysql"``: how ``iter_chunk_batches`` reads on ``conn``."""
-    return "pymysql" if _connectorx_url(conn) is None else "connectorx"
+    url = _connectorx_url(conn)
+    return "pymysql" if url is None or url in _FAILED_URLS else "connectorx"
 
 
 # Read natively (binary protocol) where ConnectorX's values are exact; ConnectorX refuses zero
 # dates (0000-00-00, 2024-00-10) there, and a table that has them is read as text from then on.
 _NATIVE_TEMPORALS = (Family.DATE, Family.DATETIME, Family.TIMESTAMP)
 _TEXT_TEMPORALS: set[TableId] = set()
+# Servers ConnectorX failed to read from (e.g. an authentication method it lacks): PyMySQL reads
+# their splits for the rest of the process, after one warning.
+_FAILED_URLS: set[str] = set()
 
 
 def _connectorx_expression(column: Column, native_temporals: bool) -> str:
@@ -146,7 +150,12 @@ def _read_connectorx(url: str, conn: Any, schema: TableSchema, split: SnapshotSp
                 log.info("ConnectorX read %s natively failed (%s); reading its dates as text", split, message)
                 _TEXT_TEMPORALS.add(schema.table)
                 continue
-            log.warning("ConnectorX could not read split %s (%s); reading it with PyMySQL", split, message)
+            log.warning(
+                "ConnectorX could not read split %s (%s); PyMySQL reads from this server from now on",
+                split,
+                message,
+            )
+            _FAILED_URLS.add(url)
             return None
         arrays = [arrow_to_canonical(c, raw.column(i)) for i, c in enumerate(schema.columns)]
         return pa.Table.from_arrays(arrays, schema=schema.arrow_schema())
@@ -164,7 +173,7 @@ def iter_chunk_batches(
     instead of value by value.
     """
     url = _connectorx_url(conn)
-    if url is not None:
+    if url is not None and url not in _FAILED_URLS:
         table = _read_connectorx(url, conn, schema, split)
         if table is not None:
             size = max(1, fetch_size)

@@ -161,8 +161,13 @@ class DeltaSinkConfig:
     def partition_columns(self, table: TableId) -> tuple[str, ...]:
         return dict(self.partition_by).get(str(table), ())
 
-    def properties(self, schema: TableSchema) -> dict[str, str]:
+    def properties(self, schema: TableSchema, *, creating: bool = False) -> dict[str, str]:
+        """Table properties to set: the configured ones, change data feed, column mapping when a
+        name needs it, and for a new table deletion vectors unless configured otherwise (a
+        MERGE then marks replaced rows instead of rewriting every file it touches)."""
         props = dict(self.table_properties)
+        if creating:
+            props.setdefault("delta.enableDeletionVectors", "true")
         if self.change_data_feed:
             props["delta.enableChangeDataFeed"] = "true"
         if any(_NEEDS_MAPPING.search(c.name) for c in schema.columns):
@@ -254,8 +259,8 @@ class DeltaSink(FrameSink):
                 f"spec.sink.partitionBy[{schema.table}] names {unknown}, which {schema.table} does not have; "
                 f"its columns are {list(schema.column_names)}"
             )
-        props = self._config.properties(schema)
         if not DeltaTable.isDeltaTable(self._spark, path):
+            props = self._config.properties(schema, creating=True)
             builder = (
                 DeltaTable.createIfNotExists(self._spark).location(path).addColumns(spark_struct(schema))
             )
@@ -275,6 +280,7 @@ class DeltaSink(FrameSink):
                 f"spec.sink.partitionBy asks for {list(partitions)}; Delta cannot repartition a table in "
                 "place — write to a new path"
             )
+        props = self._config.properties(schema)
         current = dict(detail["properties"] or {})
         changed = {k: v for k, v in props.items() if current.get(k) != v}
         if changed:

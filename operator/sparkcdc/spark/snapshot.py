@@ -86,16 +86,22 @@ def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]
 def plan_tasks(
     splits: Sequence[SnapshotSplit], server_ids: Sequence[int], splits_per_task: int
 ) -> list[SnapshotTask]:
-    """Deal a wave's splits round-robin to at most ``len(server_ids)`` concurrent tasks.
+    """Cut a wave's splits into at most ``len(server_ids)`` contiguous runs, one per task.
 
-    Each task gets a distinct server id because the source drops a replica connection when
-    another one registers with the same id.
+    Contiguous runs keep concurrent tasks away from each other's key ranges: two tasks writing
+    neighbouring splits at once lock each other's boundary gaps in the sink and deadlock. Each
+    task gets a distinct server id because the source drops a replica connection when another
+    one registers with the same id.
     """
     task_count = max(1, min(len(server_ids), -(-len(splits) // max(1, splits_per_task))))
-    buckets: list[list[SnapshotSplit]] = [[] for _ in range(task_count)]
-    for i, split in enumerate(splits):
-        buckets[i % task_count].append(split)
-    return [SnapshotTask(server_ids[i], tuple(b)) for i, b in enumerate(buckets) if b]
+    size, extra = divmod(len(splits), task_count)
+    tasks, start = [], 0
+    for i in range(task_count):
+        end = start + size + (1 if i < extra else 0)
+        if end > start:
+            tasks.append(SnapshotTask(server_ids[i], tuple(splits[start:end])))
+        start = end
+    return tasks
 
 
 def run_wave(spark: Any, context: WaveContext, tasks: Sequence[SnapshotTask]) -> list[SplitSummary]:

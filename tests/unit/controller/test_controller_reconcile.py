@@ -29,14 +29,14 @@ UNSCHEDULABLE = f"{POD1}: pending for more than 300s: Unschedulable: 0/1 nodes a
 
 CASES: list[tuple[str, dict[str, Any], Any, Observed, list[tuple[Any, ...]]]] = [
     (
-        "new pipeline: epoch 1, service, pod",
+        "new pipeline: epoch 1, pod, service",
         {},
         None,
         observed(service=False),
         [
             ("status", {"phase": "Pending", "driver": STARTED}),
-            ("service",),
             ("create", 1),
+            ("service",),
             ("event", "Normal", "DriverStarting"),
             ("requeue", 300),
         ],

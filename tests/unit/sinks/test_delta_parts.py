@@ -239,6 +239,9 @@ def test_factory_and_configuration() -> None:
         "delta.columnMapping.mode": "name",
     }
     assert "delta.columnMapping.mode" not in config.properties(_schema(ID))
+    assert config.properties(_schema(ID), creating=True)["delta.enableDeletionVectors"] == "true"
+    off = DeltaSinkConfig("/lake", table_properties=(("delta.enableDeletionVectors", "false"),))
+    assert off.properties(_schema(ID), creating=True)["delta.enableDeletionVectors"] == "false"
 
 
 def test_delta_session_settings() -> None:
