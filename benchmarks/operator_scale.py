@@ -83,6 +83,13 @@ def pipeline(name: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def established(cp: ControlPlane) -> bool:
+    """Polled: ``kubectl wait`` right after the apply fails while the CRD has no conditions yet."""
+    out = cp.kubectl("get", "crd", "cdcpipelines.sparkcdc.io", "-o", "json", check=False)
+    conditions = (json.loads(out.stdout).get("status") or {}).get("conditions") or [] if out.stdout else []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
 class Cluster:
     def __init__(self, cp: ControlPlane) -> None:
         api = cp.api_client()
@@ -140,7 +147,7 @@ def measure(cp: ControlPlane, runner: NodeRunner, workdir: Path, args: argparse.
     for namespace in NAMESPACES:
         cluster.prepare(namespace)
     cp.kubectl("apply", "--server-side", "-f", str(REPO / "crds" / "cdcpipelines.sparkcdc.io.yaml"))
-    cp.kubectl("wait", "--for=condition=Established", "crd/cdcpipelines.sparkcdc.io", "--timeout=60s")
+    wait(lambda: established(cp), 60, "the CRD Established")
     proc = start_operator(cp, runner, workdir, args)
     try:
         time.sleep(3)

@@ -99,7 +99,8 @@ def wait_caught_up(
         offset = checkpoint.binlog_offset if checkpoint else None
         return offset if offset is not None and offset >= target else None
 
-    offset: BinlogOffset = wait_until(reached, timeout=timeout, every=0.5, what=f"checkpoint past {target}")
+    offset = wait_until(reached, timeout=timeout, every=0.5, what=f"checkpoint past {target}")
+    assert offset is not None
     return offset
 
 

@@ -39,7 +39,7 @@ from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner
 
-ROWS = 800  # 16 splits of 50, more as the writer inserts
+ROWS = 1000  # 20 splits of 50 (10 waves of 2), more as the writer inserts
 PLAN = ["snapshot"] * 3 + ["handoff-end", "handoff-start"] + ["streaming"] * 5
 HOW = ("delete-now", "delete-graceful", "sigkill")
 STREAMING = "streaming the binlog from"
@@ -100,7 +100,7 @@ class Chaos:
             what=f"{point} of epoch {epoch}",
         )  # fmt: skip
         if point == "snapshot":
-            time.sleep(self.rng.uniform(0, 0.5))
+            time.sleep(self.rng.uniform(0, 0.3))
         elif point == "streaming":
             time.sleep(self.rng.uniform(0.3, 2.0))
         text = self.log(epoch)
@@ -135,12 +135,13 @@ def test_replica_equals_source_after_kills_at_random_points(
     snapshot = {"chunkSize": 50, "parallelism": 2, "splitsPerTask": 1}  # waves of two splits
     pipelines.create(real_pipeline("chaos", mariadb, shop, ["items"], snapshot=snapshot))
     landed: list[tuple[int, str, str, str]] = []
+    ways = [HOW[i % len(HOW)] for i in range(len(PLAN))]
+    rng.shuffle(ways)  # every way of killing, in a random order
     epoch = 0
     try:
-        for point in PLAN:
+        for point, how in zip(PLAN, ways, strict=True):
             epoch = chaos.running_epoch(after=epoch)
             where = chaos.trigger(point, epoch)
-            how = rng.choice(HOW)
             chaos.kill(epoch, how)
             landed.append((epoch, point, where, how))
             print(f"{time.monotonic() - started:6.1f}s killed epoch {epoch} ({how}) in the {where}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -72,12 +73,19 @@ class Reconciler:
     def reconcile(self, namespace: str, name: str) -> float | None:
         """Reconcile once; returns the seconds after which to reconcile again (at most the resync
         interval), or None when the pipeline no longer exists."""
+        waited = time.monotonic()
         with self.lock(namespace, name):
+            started = time.monotonic()
             self.metrics.reconciles.inc()
             try:
                 for _ in range(MAX_ATTEMPTS):
                     try:
-                        return self._once(namespace, name)
+                        delay = self._once(namespace, name)
+                        log.debug(
+                            "reconciled %s/%s in %.3fs (waited %.3fs for its lock)",
+                            namespace, name, time.monotonic() - started, started - waited,
+                        )  # fmt: skip
+                        return delay
                     except ConflictError:
                         log.debug("CdcPipeline %s/%s changed while reconciling; again", namespace, name)
                 return 1.0

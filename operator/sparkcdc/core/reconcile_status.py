@@ -16,6 +16,7 @@ from sparkcdc.core.reconcile_types import (
     ConditionView,
     CreateService,
     DriverPod,
+    Event,
     Observed,
     PatchStatus,
     ProgressView,
@@ -105,14 +106,17 @@ def assemble(
     actions: Sequence[Action],
     requeue: float | None,
 ) -> list[Action]:
-    """Status patch first (it raises the epoch before a CreatePod), the Service, then ``actions``."""
+    """Status patch first (it raises the epoch before a CreatePod), then ``actions`` with the
+    Service after the pod actions (a new driver starts one call sooner; its executors, the
+    Service's users, come seconds later), then the events."""
     patch = _status_patch(spec, status, observed, now, settings, verdict)
     out: list[Action] = []
     if patch:
         out.append(PatchStatus(patch))
+    out.extend(a for a in actions if not isinstance(a, Event))
     if not observed.service_exists and not spec.suspend:
         out.append(CreateService())
-    out.extend(actions)
+    out.extend(a for a in actions if isinstance(a, Event))
     if requeue is not None:
         out.append(Requeue(max(requeue, 1.0)))
     return out
