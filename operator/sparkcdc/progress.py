@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -35,6 +36,9 @@ class RichProgress:
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=self.console,
+            # Without a terminal a live display holds log lines back until it stops; a killed run
+            # would leave no log at all. Plain log lines only, then.
+            disable=not self.console.is_terminal,
         )
         self.lock = threading.Lock()
 
@@ -62,7 +66,7 @@ class _PipelineProgress(PipelineListener):
         self._events = 0
 
     def message(self, text: str) -> None:
-        self._display.console.log(f"[{self._pipeline}] {text}")
+        self._display.console.log(escape(f"[{self._pipeline}] {text}"))
 
     def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
         with self._display.lock:
