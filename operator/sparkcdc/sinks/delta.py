@@ -2,9 +2,10 @@
 
 Layout and types. ``<path>/<database>/<table>`` holds the replica of ``database.table``, created
 with the mapped schema (sinks/spark_types.py: DECIMAL wider than 38 digits as exact text, TIME
-as microseconds), the configured partition columns and table properties, and Delta's change data
-feed when ``changeDataFeed`` is on. Column names Delta cannot store plainly (spaces, ``,;{}()=``)
-switch the table to column mapping by name.
+as microseconds), the configured partition columns and table properties, Delta's change data
+feed when ``changeDataFeed`` is on, and deletion vectors unless the properties turn them off (a
+MERGE then marks the rows it replaces instead of rewriting every file it touches). Column names
+Delta cannot store plainly (spaces, ``,;{}()=``) switch the table to column mapping by name.
 
 Writes happen in the Spark driver (``FrameSink``): the snapshot tasks only read, and each wave's
 rows of one table are written by one Delta commit (spark/frame_wave.py).
@@ -107,6 +108,7 @@ _FILE_BITS = 23
 _POS_BITS = 40
 
 _SESSION_TIME_ZONE = "UTC"
+_BROADCAST_ROWS = 200_000
 
 
 def txn_version(offset: BinlogOffset) -> int:
@@ -470,6 +472,7 @@ class DeltaSink(FrameSink):
         if not changes.upserts and not changes.deletes:
             return
         from delta.tables import DeltaTable
+        from pyspark.sql import functions as F  # noqa: N812
 
         path = self._config.table_path(schema.table)
         end = changes.end or max((r.offset for r in changes.changelog), default=None)
@@ -479,6 +482,10 @@ class DeltaSink(FrameSink):
             self._ensure_columns(schema, path)
             data = _changes_table(schema, changes)
             source = self._spark.createDataFrame(data, schema=_changes_struct(schema))
+            if data.num_rows <= _BROADCAST_ROWS:
+                # Spark cannot size an in-memory frame: without the hint the MERGE would shuffle
+                # and sort the whole target table to join it with a batch of a few thousand rows.
+                source = F.broadcast(source)
             names = schema.column_names
             assign: dict[str, str | Any] = {quote_ident(n): f"s.{quote_ident(n)}" for n in names}
             flag = f"s.{quote_ident(DELETE_FLAG)}"

@@ -219,7 +219,7 @@ def test_delta_pipeline_kills_exactly_once_and_time_travel(
         tables=[f"{db}.orders", f"{db}.tags"],
         sink=delta_sink(lake),
         mode="initial",
-        chunk_size=150,
+        chunk_size=200,
         parallelism=2,
         binlog={"batchIntervalMs": 300},
     )
