@@ -230,40 +230,6 @@ class BinlogChangeReader:
                 "binlog was reset or rotated away while it was being read"
             )
 
-    def stream(self, start: BinlogOffset) -> Iterator[ChangeEvent | BinlogOffset | DdlStatement]:
-        """Changes from ``start`` on, interleaved with transaction boundaries.
-
-        A ``BinlogOffset`` item says every event before it belongs to a complete transaction, so
-        it is a safe offset to commit and resume from: a commit (XID or ``COMMIT``), a rotation
-        to the next file, or a heartbeat the source sends when it has nothing more to send. DDL
-        arrives as a ``DdlStatement`` (itself a boundary: DDL commits implicitly).
-        """
-        self.close()
-        self._losses = 0
-        self._stop_requested.clear()
-        self.position = start
-        self._stream = stream = self._open(start)
-        try:
-            for event in stream:
-                position = BinlogOffset(str(stream.log_file), int(stream.log_pos))
-                self.position = position
-                if isinstance(event, TableMapEvent):
-                    self._complete_table_map(event)
-                elif isinstance(event, RowsEvent):
-                    yield from self._changes(event, position)
-                elif isinstance(event, (XidEvent, RotateEvent, HeartbeatLogEvent)):
-                    yield position
-                elif isinstance(event, QueryEvent):
-                    yield from _query_items(event, position)
-                if self._stop_requested.is_set():
-                    return
-        except _ServerIdClashError:
-            raise self._clash_error() from None
-        except pymysql.err.MySQLError as exc:
-            raise self._stream_error(exc, start) from None
-        finally:
-            self.close()
-
     def _stream_error(self, exc: pymysql.err.MySQLError, start: BinlogOffset) -> SourceError:
         code = exc.args[0] if exc.args else None
         message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)

@@ -132,7 +132,7 @@ class StreamingChangeReader(BinlogChangeReader):
                 elif col.charset:
                     lib_col.character_set_name = col.charset
 
-    def stream(self, start: BinlogOffset) -> Iterator[StreamItem]:  # type: ignore[override]
+    def stream(self, start: BinlogOffset) -> Iterator[StreamItem]:
         """Changes from ``start`` on, interleaved with transaction boundaries, DDL statements and
         ``SchemaInUse`` notices (see ``BinlogChangeReader.stream``)."""
         self.close()
