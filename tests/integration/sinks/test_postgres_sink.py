@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import struct
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -351,11 +351,10 @@ def test_failed_write_rolls_back(sink: JdbcSink, postgres: PostgresServer, pg_da
 
 
 def test_current_schema_is_created_and_used(postgres: PostgresServer, pg_database: str) -> None:
-    # JdbcSinkConfig does not carry URL parameters yet; the dialect reads ``config.params``.
-    base = sink_config(postgres, pg_database)
-    cfg = SimpleNamespace(**vars(base), params={"currentSchema": "replica"}, describe=base.describe)
+    # The URL's ?currentSchema= reaches the dialect through JdbcSinkConfig.params.
+    cfg = dataclasses.replace(sink_config(postgres, pg_database), params={"currentSchema": "replica"})
     dialect = PostgresDialect()
-    conn = dialect.connect(cfg)  # type: ignore[arg-type]
+    conn = dialect.connect(cfg)
     try:
         with conn.cursor() as cur:
             cur.execute(dialect.create_table_sql(_int_schema()))
