@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,6 +13,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TaskID,
     TextColumn,
     TimeRemainingColumn,
@@ -22,27 +24,29 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.snapshot import SplitSummary
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
-class RichProgress:
-    """One live display shared by every pipeline of the run."""
 
-    def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+class LiveDisplay:
+    """A live rich display shared by threads: one console, one lock, bars only on a terminal."""
+
+    def __init__(self, console: Console, *columns: ProgressColumn) -> None:
+        self.console = console
         self.progress = Progress(
-            TextColumn("[bold]{task.description:<20}"),
-            BarColumn(bar_width=16),
-            MofNCompleteColumn(),
-            TextColumn("splits {task.fields[rows]:>10,} rows {task.fields[rate]:>8,.0f}/s"),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=self.console,
+            *columns,
+            console=console,
             # Without a terminal a live display holds log lines back until it stops; a killed run
             # would leave no log at all. Plain log lines only, then.
-            disable=not self.console.is_terminal,
+            disable=not console.is_terminal,
         )
         self.lock = threading.Lock()
 
-    def __enter__(self) -> RichProgress:
+    def log(self, pipeline: str, text: str) -> None:
+        # Escaped: "[name]" would otherwise be swallowed as rich markup.
+        self.console.log(escape(f"[{pipeline}] {text}"))
+
+    def __enter__(self) -> Self:
         self.progress.start()
         return self
 
@@ -50,6 +54,21 @@ class RichProgress:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.progress.stop()
+
+
+class RichProgress(LiveDisplay):
+    """One live display shared by every pipeline of the run."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        super().__init__(
+            console or Console(stderr=True),
+            TextColumn("[bold]{task.description:<20}"),
+            BarColumn(bar_width=16),
+            MofNCompleteColumn(),
+            TextColumn("splits {task.fields[rows]:>10,} rows {task.fields[rate]:>8,.0f}/s"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
 
     def listener(self, pipeline: str) -> PipelineListener:
         return _PipelineProgress(self, pipeline)
@@ -66,7 +85,7 @@ class _PipelineProgress(PipelineListener):
         self._events = 0
 
     def message(self, text: str) -> None:
-        self._display.console.log(escape(f"[{self._pipeline}] {text}"))
+        self._display.log(self._pipeline, text)
 
     def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
         with self._display.lock:

@@ -6,19 +6,18 @@ comes from its checkpoint in ``--state-dir``, the directory ``sparkcdc run`` wri
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
 
 from sparkcdc.api.manifest import Manifest
 from sparkcdc.core.checkpoint import Checkpoint, decode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.local import runtimes_of
+from sparkcdc.progress import LiveDisplay
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.verify.recheck import AppliedOffset
@@ -47,29 +46,18 @@ def _store_reader(store: FileCheckpointStore) -> AppliedOffset:
     return applied
 
 
-class VerifyProgress:
+class VerifyProgress(LiveDisplay):
     """One bar per table: chunks checked of planned, rows, differing chunks so far."""
 
     def __init__(self, console: Console) -> None:
-        self.console = console
-        self.progress = Progress(
+        super().__init__(
+            console,
             TextColumn("[bold]{task.description:<28}"),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TextColumn("chunks {task.fields[rows]:>12,} rows  {task.fields[differing]} differing"),
             TimeRemainingColumn(),
-            console=console,
         )
-        self.lock = threading.Lock()
-
-    def __enter__(self) -> VerifyProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.progress.stop()
 
     def listener(self, pipeline: str) -> VerifyListener:
         return _ProgressListener(self, pipeline)
@@ -84,7 +72,7 @@ class _ProgressListener(VerifyListener):
         self._differing: dict[TableId, int] = {}
 
     def message(self, text: str) -> None:
-        self._display.console.log(f"[{self._pipeline}] {text}")
+        self._display.log(self._pipeline, text)
 
     def planned(self, chunks: Mapping[TableId, int]) -> None:
         with self._display.lock:
