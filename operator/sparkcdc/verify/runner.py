@@ -41,6 +41,7 @@ from sparkcdc.spark.pipeline import default_server_ids, discover_tables, server_
 from sparkcdc.spark.planning import plan_table
 from sparkcdc.spark.runtime import PipelineRuntime
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
+from sparkcdc.spark.streaming import live_reader_server_id
 from sparkcdc.state.base import StateError
 from sparkcdc.verify.checksum import open_sink_checker
 from sparkcdc.verify.recheck import AppliedOffset, Outcome, RecheckSettings, recheck_chunk
@@ -87,12 +88,16 @@ def _chosen(schemas: Mapping[TableId, TableSchema], wanted: Sequence[str]) -> di
 
 
 def repair_server_ids(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> list[int]:
-    """Server ids for re-check and repair reads: the pipeline's range except its first id, which
-    its binlog streamer uses, from the top down (snapshot tasks take ids from the bottom up, and
-    the default range has one more id than the snapshot's parallelism)."""
+    """Server ids for re-check and repair reads: the pipeline's range without the live binlog
+    reader's id, from the top down. A running pipeline streams under that id, and the source
+    drops a replica connection when another registers with the same id, so sharing it would
+    stop the pipeline. Snapshot tasks take ids from the bottom up; the default range has one
+    more id than the snapshot's parallelism, so only a verification during a wide snapshot
+    shares ids with snapshot tasks, whose reads are retried."""
     low, high = server_id_range(runtime, checkpoint)
+    reader = live_reader_server_id((low, high))
     parallelism = runtime.pipeline.spec.snapshot.parallelism
-    ids = list(range(high, low, -1))[:parallelism]
+    ids = [i for i in range(high, low - 1, -1) if i != reader][:parallelism]
     if ids:
         return ids
     meta = runtime.pipeline.metadata

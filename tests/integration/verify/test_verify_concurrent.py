@@ -110,11 +110,11 @@ def test_verify_under_concurrent_writes_reports_no_false_difference(replica: Rep
             code, report = replica.verify(spark, manifest, wait_seconds=120)
 
             assert writer.error is None, writer.error
+            assert run.poll() is None, run.result().describe()
             orders = table_report(report, TABLE)
             assert code == 0 and report.ok, [d.to_json() for d in orders.differing]
             assert orders.chunks >= 12
             assert orders.rechecked > 0, "no chunk differed in the first pass: the writer did not overlap"
-            assert run.poll() is None, run.result().describe()
         finally:
             writer.stop.set()
             thread.join(timeout=30)
