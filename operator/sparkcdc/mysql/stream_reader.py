@@ -73,8 +73,10 @@ class StreamingChangeReader(BinlogChangeReader):
         schemas: Mapping[TableId, TableSchema],
         *,
         heartbeat_seconds: float | None = None,
+        blocking: bool = True,
     ) -> None:
-        super().__init__(cfg, server_id, schemas, blocking=True, heartbeat_seconds=heartbeat_seconds)
+        # Non-blocking: a catch-up range reader (spark/catchup.py), which stops at its range's end.
+        super().__init__(cfg, server_id, schemas, blocking=blocking, heartbeat_seconds=heartbeat_seconds)
         self._latest: dict[TableId, TableSchema] = dict(self._schemas)
         self._in_use: dict[TableId, TableSchema] = {}
         self._notices: list[SchemaInUse] = []

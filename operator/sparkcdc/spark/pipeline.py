@@ -30,6 +30,7 @@ from sparkcdc.spark.binlog_lost import (
     reset_lost_tables,
     source_binlog_files,
 )
+from sparkcdc.spark.catchup import catchup_settings
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order, plan_table, tail_splits
 from sparkcdc.spark.runtime import PipelineRuntime
@@ -243,6 +244,7 @@ class PipelineDriver:
             self._runtime.pipeline.spec.binlog,
             stop_at,
             dict(self._snapshot.chunk_key_columns),
+            catchup_settings(self._spark, ids, self._runtime.pipeline.spec),
         )
         sink = self._runtime.sink.open()
         try:

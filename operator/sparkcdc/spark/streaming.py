@@ -32,6 +32,7 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
+from sparkcdc.spark.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order
 from sparkcdc.spark.schema_changes import EvolvingSink, SchemaChange, SchemaTracker
@@ -78,6 +79,8 @@ class StreamSettings:
     # Stop once everything up to this offset is committed (``--exit-when-caught-up``).
     stop_at: BinlogOffset | None = None
     chunk_key_overrides: Mapping[str, list[str]] = field(default_factory=dict)
+    # Parallel catch-up of a large backlog before the live reader starts (spark/catchup.py).
+    catchup: CatchupSettings | None = None
 
 
 class _ReaderThread(threading.Thread):
@@ -154,6 +157,16 @@ class BinlogStreamer:
         for table in self._failed:
             self._schemas.pop(table, None)
         event_filter = self.build_filter(checkpoint)
+        if self._settings.catchup is not None:
+            runner = CatchupRunner(
+                self._settings.catchup,
+                self._source,
+                self._sink,
+                self._schemas,
+                self._listener,
+                self._save_done,
+            )
+            checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
         stop_at = self._settings.stop_at
         if stop_at is not None and not stop_at > start:
             return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
@@ -248,6 +261,12 @@ class BinlogStreamer:
         if not self._failed:
             return checkpoint
         return replace(checkpoint, tables={**checkpoint.tables, **self._failed})
+
+    def _save_done(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Checkpoint what the sink committed, with pure tables collapsed and failures kept."""
+        checkpoint = self._with_failures(collapse_pure_tables(checkpoint))
+        self._save(checkpoint)
+        return checkpoint
 
     def _commit(self, batch: Batch, checkpoint: Checkpoint) -> Checkpoint:
         if batch.end is None:

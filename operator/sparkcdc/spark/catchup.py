@@ -1,0 +1,214 @@
+"""Parallel catch-up: a large binlog backlog decoded by Spark tasks, then the live reader.
+
+When the stream starts more than ``binlog.parallelCatchupThresholdBytes`` behind the source,
+``SHOW BINLOG EVENTS`` lists the backlog's transaction boundaries (no row decoding), the
+stretch up to the first DDL is cut into ranges at commits (core/catchup.py), and each range is
+decoded by a Spark task under its own server id, filtered exactly as the single reader filters
+(the split filter of the snapshot handoff travels with the task; per event it decides the same
+thing whatever events came before it in the stream) and reduced to the last image per key.
+
+Ranges run in rounds of one range per task id; while the driver absorbs a round in binlog order
+and applies it to the sink, the next round decodes. The offset is checkpointed after each
+round's sink commits, at the round's last commit boundary (DESIGN §3 rule 6): a crash replays
+from the previous round's end, which converges because rounds apply net last images (rule 5).
+Then the live reader takes over at the stretch's end; a DDL there is its to handle.
+
+Catch-up serves sinks that apply net effects (JDBC, Delta); the changelog and console sinks show
+every change, so they keep the single reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sparkcdc.api.spec import CdcPipelineSpec
+from sparkcdc.core.catchup import CatchupRange, RangeReducer, absorb, backlog_bytes, cut_ranges, table_changes
+from sparkcdc.core.checkpoint import Checkpoint
+from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.events import ChangeEvent
+from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_ranges import list_boundaries
+from sparkcdc.mysql.binlog_reader import DdlStatement
+from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.queries import binlog_files, current_offset
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
+from sparkcdc.sinks.base import Sink
+from sparkcdc.spark.listener import PipelineListener
+
+__all__ = ["CatchupRunner", "CatchupSettings", "RangeResult", "catchup_settings", "read_range"]
+
+_MIN_RANGE_BYTES = 64 * 1024
+_MAX_RANGE_BYTES = 64 * 1024 * 1024  # bounds what one task holds and the driver absorbs per range
+
+
+@dataclass(frozen=True)
+class CatchupSettings:
+    spark: Any
+    server_ids: tuple[int, ...]  # one per concurrent range reader
+    threshold_bytes: int
+    max_range_bytes: int = _MAX_RANGE_BYTES
+
+
+def catchup_settings(spark: Any, ids: tuple[int, int], spec: CdcPipelineSpec) -> CatchupSettings | None:
+    """Catch-up for a pipeline with server ids ``ids``, or None when it is off, its sink needs
+    every change, or the range has no id besides the live reader's (its last)."""
+    threshold = spec.binlog.parallel_catchup_threshold_bytes
+    if threshold <= 0 or spec.sink.type not in ("jdbc", "delta"):
+        return None
+    task_ids = tuple(range(ids[0], ids[1]))[: max(1, spec.snapshot.parallelism)]
+    return CatchupSettings(spark, task_ids, threshold) if task_ids else None
+
+
+@dataclass(frozen=True)
+class RangeContext:
+    """What every range task needs, shipped inside the task closure (it holds the password)."""
+
+    source: SourceConfig
+    schemas: dict[TableId, TableSchema]
+    event_filter: BinlogSplitFilter
+
+
+@dataclass(frozen=True)
+class RangeResult:
+    index: int
+    events: int
+    changes: dict[TableId, BackfillChanges]
+    schemas: dict[TableId, TableSchema]  # the definition each table's rows were decoded with
+
+
+def read_range(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult:
+    """Decode ``(window.start, window.stop]`` and reduce it (runs in a Spark task)."""
+    reader = StreamingChangeReader(context.source, server_id, context.schemas, blocking=False)
+    reducer = RangeReducer({t: s.row_key for t, s in context.schemas.items()})
+    in_use: dict[TableId, TableSchema] = {}
+    event_filter = context.event_filter  # the task's own copy
+    for item in reader.stream(window.start):
+        if isinstance(item, ChangeEvent):
+            for event in event_filter.filter_event(item):
+                reducer.add(event)
+        elif isinstance(item, SchemaInUse):
+            if in_use.setdefault(item.table, item.schema) != item.schema:
+                raise SourceError(f"table {item.table} changed definition inside catch-up range {window}")
+        elif isinstance(item, DdlStatement):
+            raise SourceError(f"a DDL statement at {item.offset} inside catch-up range {window}")
+        elif isinstance(item, BinlogOffset):
+            event_filter.advance_to(item)
+            if item >= window.stop:
+                return RangeResult(window.index, reducer.events, reducer.result(), in_use)
+    raise SourceError(f"the binlog ended at {reader.position} before catch-up range {window} ended")
+
+
+class CatchupRunner:
+    """Catches the stream up from ``start`` in parallel while the backlog is over the threshold."""
+
+    def __init__(
+        self,
+        settings: CatchupSettings,
+        source: SourceConfig,
+        sink: Sink,
+        schemas: MutableMapping[TableId, TableSchema],
+        listener: PipelineListener,
+        commit: Callable[[Checkpoint], Checkpoint],
+    ) -> None:
+        self._settings = settings
+        self._source = source
+        self._sink = sink
+        self._schemas = schemas  # the streamer's: updated when rows arrive with another definition
+        self._listener = listener
+        self._commit = commit  # adds what the streamer keeps (failed tables), saves, returns
+
+    def run(
+        self,
+        checkpoint: Checkpoint,
+        start: BinlogOffset,
+        event_filter: BinlogSplitFilter,
+        should_stop: Callable[[], bool],
+    ) -> tuple[Checkpoint, BinlogOffset]:
+        while not should_stop():
+            ranges = self.plan(start)
+            if not ranges:
+                break
+            self._listener.message(
+                f"parallel catch-up of {start} → {ranges[-1].stop}: {len(ranges)} ranges, "
+                f"{len(self._settings.server_ids)} tasks"
+            )
+            context = RangeContext(self._source, dict(self._schemas), event_filter)
+            checkpoint, start = self._run_rounds(context, ranges, checkpoint, start, should_stop)
+            event_filter.advance_to(start)
+        return checkpoint, start
+
+    def plan(self, start: BinlogOffset) -> list[CatchupRange]:
+        """The ranges of the stretch from ``start``, or none when the backlog is small."""
+        conn = connect(self._source)
+        try:
+            now = current_offset(conn)
+            files = binlog_files(conn)
+            backlog = backlog_bytes(start, now, files) if now > start else 0
+            if backlog < self._settings.threshold_bytes:
+                return []
+            boundaries = list_boundaries(conn, start, now)
+        finally:
+            conn.close()
+        # Two rounds at least, so that decoding the second overlaps applying the first.
+        share = backlog // (2 * len(self._settings.server_ids))
+        size = min(self._settings.max_range_bytes, max(_MIN_RANGE_BYTES, share))
+        return cut_ranges(start, boundaries, files, size)
+
+    def _run_rounds(
+        self,
+        context: RangeContext,
+        ranges: Sequence[CatchupRange],
+        checkpoint: Checkpoint,
+        start: BinlogOffset,
+        should_stop: Callable[[], bool],
+    ) -> tuple[Checkpoint, BinlogOffset]:
+        width = len(self._settings.server_ids)
+        rounds = [ranges[i : i + width] for i in range(0, len(ranges), width)]
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkcdc-catchup")
+        try:
+            pending: Future[list[RangeResult]] | None = pool.submit(self._decode, context, rounds[0])
+            for i, windows in enumerate(rounds):
+                assert pending is not None
+                results = pending.result()
+                more = i + 1 < len(rounds) and not should_stop()
+                pending = pool.submit(self._decode, context, rounds[i + 1]) if more else None
+                checkpoint = self._apply(results, windows[-1].stop, checkpoint)
+                start = windows[-1].stop
+                if pending is None:
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return checkpoint, start
+
+    def _decode(self, context: RangeContext, windows: Sequence[CatchupRange]) -> list[RangeResult]:
+        """One Spark job: one task per range, each under its own server id."""
+        pairs = list(zip(windows, self._settings.server_ids, strict=False))
+
+        def task(pair: tuple[CatchupRange, int]) -> RangeResult:
+            return read_range(context, pair[0], pair[1])
+
+        rdd = self._settings.spark.sparkContext.parallelize(pairs, len(pairs))
+        results: list[RangeResult] = rdd.map(task).collect()
+        return sorted(results, key=lambda r: r.index)
+
+    def _apply(self, results: Sequence[RangeResult], end: BinlogOffset, checkpoint: Checkpoint) -> Checkpoint:
+        """Absorb a round's ranges in binlog order, apply per table, then checkpoint ``end``."""
+        total: dict[TableId, BackfillChanges] = {}
+        for result in results:
+            for table, changes in result.changes.items():
+                absorb(total.setdefault(table, BackfillChanges()), changes)
+            for table, schema in result.schemas.items():
+                self._schemas[table] = schema
+        for table, changes in total.items():
+            if changes:
+                self._sink.apply_changes(self._schemas[table], table_changes(table, changes, end))
+        checkpoint = self._commit(replace(checkpoint, binlog_offset=end))
+        self._listener.batch_committed(sum(r.events for r in results), end)
+        return checkpoint
