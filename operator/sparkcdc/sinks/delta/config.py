@@ -1,0 +1,90 @@
+"""The Delta sink's settings and the marks its commits carry (``txnVersion``, ``userMetadata``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sparkcdc.core.offsets import BinlogOffset, binlog_file_index
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import SinkError
+
+if TYPE_CHECKING:
+    from sparkcdc.sinks.delta.sink import DeltaSink
+
+__all__ = ["APP_ID", "DeltaSinkConfig", "commit_metadata", "metadata", "txn_version"]
+
+APP_ID = "sparkcdc"
+_META = "sparkcdc"
+_NEEDS_MAPPING = re.compile(r"[ ,;{}()\n\t=]")
+_FILE_BITS = 23
+_POS_BITS = 40
+
+
+def txn_version(offset: BinlogOffset) -> int:
+    """A binlog offset as Delta's increasing transaction version: file index, then position."""
+    index = binlog_file_index(offset.file)
+    if index >= 1 << _FILE_BITS or offset.pos >= 1 << _POS_BITS:
+        raise SinkError(
+            f"binlog offset {offset} is beyond what the delta sink can record (file index < 2^23)"
+        )
+    return (index << _POS_BITS) | offset.pos
+
+
+def commit_metadata(user_metadata: str | None) -> dict[str, Any] | None:
+    """The sparkcdc part of a Delta commit's ``userMetadata``; None for other commits."""
+    if not user_metadata:
+        return None
+    try:
+        doc = json.loads(user_metadata)
+    except ValueError:
+        return None
+    part = doc.get(_META) if isinstance(doc, dict) else None
+    return part if isinstance(part, dict) else None
+
+
+def metadata(phase: str, table: TableId, **fields: Any) -> str:
+    """A commit's ``userMetadata``: which phase wrote it, for which table, and its details."""
+    return json.dumps({_META: {"phase": phase, "table": str(table), **fields}}, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class DeltaSinkConfig:
+    path: str
+    partition_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    table_properties: tuple[tuple[str, str], ...] = ()
+    change_data_feed: bool = False
+    optimize_every_commits: int = 0
+    merge_schema: bool = True
+    # A FrameSink: the snapshot hands it DataFrames in the driver (sinks/base.py).
+    writes_in_driver: ClassVar[bool] = True
+
+    def open(self) -> DeltaSink:
+        from sparkcdc.sinks.delta.sink import DeltaSink
+
+        return DeltaSink(self)
+
+    def describe(self) -> str:
+        return f"delta at {self.path}"
+
+    def table_path(self, table: TableId) -> str:
+        return f"{self.path.rstrip('/')}/{table.database}/{table.table}"
+
+    def partition_columns(self, table: TableId) -> tuple[str, ...]:
+        return dict(self.partition_by).get(str(table), ())
+
+    def properties(self, schema: TableSchema, *, creating: bool = False) -> dict[str, str]:
+        """Table properties to set: the configured ones, change data feed, column mapping when a
+        name needs it, and for a new table deletion vectors unless configured otherwise (a
+        MERGE then marks replaced rows instead of rewriting every file it touches)."""
+        props = dict(self.table_properties)
+        if creating:
+            props.setdefault("delta.enableDeletionVectors", "true")
+        if self.change_data_feed:
+            props["delta.enableChangeDataFeed"] = "true"
+        if any(_NEEDS_MAPPING.search(c.name) for c in schema.columns):
+            props.setdefault("delta.columnMapping.mode", "name")
+        return props

@@ -1,0 +1,108 @@
+"""``DeltaSink``: the sink contract over the table, snapshot and merge modules, plus maintenance.
+
+Writes happen in the Spark driver (``FrameSink``): the snapshot tasks only read, and each wave's
+rows of one table are written by one Delta commit (spark/frame_wave.py).
+
+``optimizeEveryCommits`` compacts a table with ``OPTIMIZE`` after that many commits of this
+driver process to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import FrameSink, SinkError, TableChanges
+from sparkcdc.sinks.delta import tables
+from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.merge import merge_batch
+from sparkcdc.sinks.delta.session import driver_session, failing
+from sparkcdc.sinks.delta.snapshot import write_wave
+from sparkcdc.sinks.evolution import AddedColumn
+
+__all__ = ["DeltaSink"]
+
+log = logging.getLogger(__name__)
+
+# Commits per table path in this driver process, for ``optimizeEveryCommits``.
+_COMMITS: dict[str, int] = {}
+_LOCK = threading.Lock()
+
+
+class DeltaSink(FrameSink):
+    def __init__(self, config: DeltaSinkConfig) -> None:
+        self._config = config
+        self._spark = driver_session(config.describe())
+        self._columns: dict[str, set[str]] = {}
+
+    @property
+    def session(self) -> Any:
+        return self._spark
+
+    def prepare(self, schemas: Sequence[TableSchema]) -> None:
+        for schema in schemas:
+            path = self._config.table_path(schema.table)
+            with failing(f"preparing the table of {schema.table}", path):
+                self._columns[path] = tables.prepare_table(self._spark, self._config, schema, path)
+
+    def evolve_table(
+        self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
+    ) -> list[str]:
+        """Follow a source ADD/DROP COLUMN (spark/schema_changes.py; tables.evolve_table)."""
+        path = self._config.table_path(schema.table)
+        with failing(f"following a schema change of {schema.table}", path):
+            done, columns = tables.evolve_table(self._spark, self._config, schema, added, dropped)
+        self._columns[path] = columns
+        return done
+
+    def write_split(
+        self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
+    ) -> None:
+        raise SinkError(
+            "the delta sink writes snapshot splits from the Spark driver (write_frame), not from a task"
+        )
+
+    def write_frame(self, schema: TableSchema, splits: Sequence[SnapshotSplit], rows: Any) -> None:
+        path = self._config.table_path(schema.table)
+        with failing(f"writing snapshot splits of {schema.table}", path):
+            write_wave(self._spark, schema, path, splits, rows)
+            self._committed(path)
+
+    def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
+        if not changes.upserts and not changes.deletes:
+            return
+        path = self._config.table_path(schema.table)
+        end = changes.end or max((r.offset for r in changes.changelog), default=None)
+        if end is None:
+            raise SinkError(f"a binlog batch of {schema.table} has no offset; cannot apply it exactly once")
+        with failing(f"merging a binlog batch of {schema.table} up to {end}", path):
+            self._ensure_columns(schema, path)
+            merge_batch(self._spark, schema, path, changes, end)
+            self._committed(path)
+
+    def _ensure_columns(self, schema: TableSchema, path: str) -> None:
+        have = self._columns.get(path)
+        if have is None:
+            have = tables.table_columns(self._spark, path)
+        self._columns[path] = tables.ensure_columns(self._spark, self._config, schema, path, have)
+
+    def _committed(self, path: str) -> None:
+        """Count the commit; every ``optimizeEveryCommits``-th compacts the table."""
+        every = self._config.optimize_every_commits
+        with _LOCK:
+            count = _COMMITS[path] = _COMMITS.get(path, 0) + 1
+        if every and count % every == 0:
+            from delta.tables import DeltaTable
+
+            DeltaTable.forPath(self._spark, path).optimize().executeCompaction()
+            log.info("optimized %s after %d commits", path, count)
+
+    def close(self) -> None:
+        return None

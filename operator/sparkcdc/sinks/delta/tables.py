@@ -1,0 +1,198 @@
+"""Creating Delta tables and following the source's schema.
+
+Layout and types. ``<path>/<database>/<table>`` holds the replica of ``database.table``, created
+with the mapped schema (sinks/spark_types.py: DECIMAL wider than 38 digits as exact text, TIME
+as microseconds), the configured partition columns and table properties, Delta's change data
+feed when ``changeDataFeed`` is on, and deletion vectors unless the properties turn them off.
+Column names Delta cannot store plainly (spaces, ``,;{}()=``) switch the table to column
+mapping by name.
+
+Schema evolution. During streaming ``evolve_table`` follows ADD COLUMN at its place in the
+binlog — in one commit, filling existing rows with the column's literal default as MySQL does
+(an expression default such as ``current_timestamp()`` leaves them null, and says so) — and
+DROP COLUMN (after switching the table to column mapping by name, which Delta needs to drop a
+column). A write whose rows have a column the table lacks adds it first (``mergeSchema``,
+default on; off, it fails instead); ``prepare_table`` does not, so a pipeline resumed before an
+ADD COLUMN still gets the statement, and the default, from the binlog.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.mysql.types import canonical_value
+from sparkcdc.sinks.base import SinkError
+from sparkcdc.sinks.delta.config import DeltaSinkConfig, metadata
+from sparkcdc.sinks.evolution import AddedColumn
+from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_literal
+
+__all__ = ["default_value", "ensure_columns", "evolve_table", "prepare_table", "table_columns"]
+
+log = logging.getLogger(__name__)
+
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+
+
+def table_columns(spark: Any, path: str) -> set[str]:
+    """The lower-cased column names of the Delta table at ``path``."""
+    from delta.tables import DeltaTable
+
+    return {f.name.lower() for f in DeltaTable.forPath(spark, path).toDF().schema.fields}
+
+
+def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path: str) -> set[str]:
+    """Create the table, or check and update an existing one; returns its columns (lower case)."""
+    from delta.tables import DeltaTable
+
+    partitions = config.partition_columns(schema.table)
+    unknown = [c for c in partitions if c not in schema.column_names]
+    if unknown:
+        raise SinkError(
+            f"spec.sink.partitionBy[{schema.table}] names {unknown}, which {schema.table} does not have; "
+            f"its columns are {list(schema.column_names)}"
+        )
+    if not DeltaTable.isDeltaTable(spark, path):
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(spark_struct(schema))
+        if partitions:
+            builder = builder.partitionedBy(*partitions)
+        for key, value in config.properties(schema, creating=True).items():
+            builder = builder.property(key, value)
+        builder.execute()
+        return {c.lower() for c in schema.column_names}
+    table = DeltaTable.forPath(spark, path)
+    detail = table.detail().select("partitionColumns", "properties").collect()[0]
+    existing = list(detail["partitionColumns"] or [])
+    if partitions and [c.lower() for c in existing] != [c.lower() for c in partitions]:
+        raise SinkError(
+            f"the Delta table {path} of {schema.table} is partitioned by {existing}, but "
+            f"spec.sink.partitionBy asks for {list(partitions)}; Delta cannot repartition a table in "
+            "place — write to a new path"
+        )
+    current = dict(detail["properties"] or {})
+    changed = {k: v for k, v in config.properties(schema).items() if current.get(k) != v}
+    if changed:
+        set_properties(spark, path, changed)
+    # Columns the source has and the table lacks are not added here: when streaming resumes
+    # before an ADD COLUMN, the binlog brings the statement and evolve_table adds the column
+    # with its default for existing rows. Writes add what they need (ensure_columns).
+    return {f.name.lower() for f in table.toDF().schema.fields}
+
+
+def set_properties(spark: Any, path: str, props: Mapping[str, str]) -> None:
+    pairs = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in props.items())
+    spark.sql(f"ALTER TABLE delta.{quote_ident(path)} SET TBLPROPERTIES ({pairs})")
+
+
+def ensure_columns(
+    spark: Any, config: DeltaSinkConfig, schema: TableSchema, path: str, have: set[str]
+) -> set[str]:
+    """Add columns the source has and the table lacks (``mergeSchema``), as nulls."""
+    missing = [c.name for c in schema.columns if c.name.lower() not in have]
+    if missing:
+        if not config.merge_schema:
+            raise SinkError(
+                f"{schema.table} has columns {missing} that its Delta table {path} lacks; set "
+                "spec.sink.mergeSchema: true to add them, or add them to the table yourself"
+            )
+        meta = metadata("schema", schema.table, added=missing)
+        empty = spark.createDataFrame([], spark_struct(schema))
+        (
+            empty.write.format("delta")
+            .mode("append")
+            .option("mergeSchema", "true")
+            .option("userMetadata", meta)
+            .save(path)
+        )
+        log.info("%s: added columns %s to %s", schema.table, missing, path)
+    return have | {c.lower() for c in schema.column_names}
+
+
+def evolve_table(
+    spark: Any,
+    config: DeltaSinkConfig,
+    schema: TableSchema,
+    added: Sequence[AddedColumn],
+    dropped: Sequence[str],
+) -> tuple[list[str], set[str]]:
+    """Follow a source ADD/DROP COLUMN; idempotent on replay: a column already there (added with
+    its default in one commit) or already gone is skipped. Returns what was done and the
+    table's columns (lower case)."""
+    from delta.tables import DeltaTable
+
+    path = config.table_path(schema.table)
+    table = DeltaTable.forPath(spark, path)
+    have = {f.name.lower(): f.name for f in table.toDF().schema.fields}
+    new = [a for a in added if a.column.name.lower() not in have]
+    done = _add_columns(spark, schema, path, list(have.values()), new) if new else []
+    gone = [have[n.lower()] for n in dropped if n.lower() in have and n not in schema.row_key]
+    gone = [n for n in gone if n not in config.partition_columns(schema.table)]
+    if gone:
+        props = dict(table.detail().select("properties").collect()[0][0] or {})
+        if props.get("delta.columnMapping.mode") != "name":
+            mapping = {
+                "delta.columnMapping.mode": "name",
+                "delta.minReaderVersion": "2",
+                "delta.minWriterVersion": "5",
+            }
+            set_properties(spark, path, mapping)
+        names = ", ".join(quote_ident(n) for n in gone)
+        spark.sql(f"ALTER TABLE delta.{quote_ident(path)} DROP COLUMNS ({names})")
+        done.append(f"dropped columns {gone} from {path}")
+    columns = {c.lower() for c in schema.column_names} | {n.lower() for n in have.values() if n not in gone}
+    return done, columns
+
+
+def _add_columns(
+    spark: Any, schema: TableSchema, path: str, existing: list[str], new: Sequence[AddedColumn]
+) -> list[str]:
+    """Rewrite the table with ``new`` columns filled with their defaults, in one commit."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    done = []
+    frame = spark.read.format("delta").load(path)
+    for add in new:
+        value, note = default_value(add)
+        frame = frame.withColumn(add.column.name, F.expr(sql_literal(add.column, value)))
+        done.append(f"added column {add.column.name} to {path}{note}")
+    frame = frame.select(*[F.col(quote_ident(n)) for n in [*existing, *(a.column.name for a in new)]])
+    target = spark_struct(schema)
+    for add in new:  # the exact type, with its metadata
+        frame = frame.withColumn(
+            add.column.name, F.col(quote_ident(add.column.name)).cast(target[add.column.name].dataType)
+        )
+    meta = metadata("schema", schema.table, added=[a.column.name for a in new])
+    (
+        frame.write.format("delta")
+        .mode("overwrite")
+        .option("mergeSchema", "true")
+        .option("userMetadata", meta)
+        .save(path)
+    )
+    return done
+
+
+def default_value(add: AddedColumn) -> tuple[Any, str]:
+    """The canonical value existing rows get for an added column, and a note when it is not
+    the source's (an expression default such as ``current_timestamp()`` cannot be recomputed)."""
+    text = (add.default_sql or "").strip()
+    if not text or text.upper() == "NULL":
+        return None, ""
+    literal: str | None = None
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        literal = text[1:-1].replace("''", "'").replace("\\\\", "\\")
+    elif _NUMBER.match(text):
+        literal = text
+    if literal is None:
+        return None, f" (its default {text} is an expression: existing rows are null)"
+    try:
+        return canonical_value(add.column, literal), f" (existing rows: {text})"
+    except (ValueError, ArithmeticError, TypeError):
+        return None, f" (its default {text} could not be converted: existing rows are null)"
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
