@@ -25,6 +25,7 @@ DRIVER_RULES = [
     {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get"]},
     {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["get", "patch"]},
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "delete"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
 
 

@@ -137,10 +137,11 @@ def driver_cells() -> list[Cell]:
     needs = [
         ("get", PIPELINES), ("get", STATUS), ("patch", STATUS), ("create", "configmaps"),
         ("delete", "configmaps"), ("create", "pods"), ("delete", "pods"), ("create", "services"),
+        ("create", "events"),
     ]  # fmt: skip
     cannot = [
         ("list", PIPELINES), ("patch", PIPELINES), ("update", "cdcpipelines.sparkcdc.io/finalizers"),
-        ("create", "events"),
+        ("patch", "events"),
     ]  # fmt: skip
     cells: list[Cell] = [("driver", v, r, "pipelines", True) for v, r in needs]
     cells += [("driver", v, r, "pipelines", False) for v, r in cannot]

@@ -143,6 +143,10 @@ app.kubernetes.io/component: driver
 - apiGroups: ["sparkcdc.io"]
   resources: ["cdcpipelines/status"]
   verbs: ["get", "patch"]
+# An Event when a verification (spec.verifyNonce) ends.
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
 # Checkpoint spill (large checkpoints) and Spark's executor ConfigMaps.
 - apiGroups: [""]
   resources: ["configmaps"]

@@ -11,6 +11,7 @@ from pydantic.config import JsonDict
 from sparkcdc.api.base import ApiModel, SpecError, Str253, Str4096, cel, cel_or_default
 from sparkcdc.api.sinks import ColumnList, DeltaSink, Sink
 from sparkcdc.api.source import SourceSpec, StartupSpec, TableName
+from sparkcdc.api.verify import VerifySpec
 from sparkcdc.core.tables import is_table_pattern
 
 DEFAULT_SPARK_IMAGE = "ghcr.io/sparkcdc/sparkcdc-spark:0.1.0"
@@ -232,6 +233,14 @@ class CdcPipelineSpec(ApiModel):
         default_factory=list,
         max_length=1024,
         description='Tables ("db.table") that a new resnapshotNonce snapshots again; empty: all.',
+    )
+    verify: VerifySpec = Field(
+        default_factory=VerifySpec, description="What a new verifyNonce verifies, and whether it repairs."
+    )
+    verify_nonce: Str253 | None = Field(
+        default=None,
+        description="Change to any new value to verify the replica against its source while streaming "
+        "goes on; the driver answers in status.verification and the Verified condition.",
     )
 
     @model_validator(mode="after")

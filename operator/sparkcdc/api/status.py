@@ -1,4 +1,5 @@
-"""``CdcPipeline.status``: written by the operator, except ``checkpoint`` and ``progress`` (the driver)."""
+"""``CdcPipeline.status``: written by the operator, except ``checkpoint``, ``progress``,
+``verification`` and the ``Verified`` condition (the driver)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from sparkcdc.api.base import StatusModel
+from sparkcdc.api.verify import VerificationStatus
 
 Phase = Literal["Pending", "Snapshotting", "Streaming", "Suspended", "Failed", "Completed"]
 PHASES: tuple[Phase, ...] = ("Pending", "Snapshotting", "Streaming", "Suspended", "Failed", "Completed")
@@ -78,6 +80,9 @@ class CdcPipelineStatus(StatusModel):
     )
     progress: Progress | None = Field(default=None, description="Progress.")
     server_id_range: str | None = Field(default=None, description="Server ids assigned to this pipeline.")
+    verification: VerificationStatus | None = Field(
+        default=None, description="The last verification (spec.verifyNonce) and its result."
+    )
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of this type, if present."""

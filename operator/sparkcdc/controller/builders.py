@@ -62,7 +62,10 @@ def secret_env_name(field_path: str) -> str:
 
 def spec_hash(spec: CdcPipelineSpec) -> str:
     """A short digest of everything in the spec the driver depends on."""
-    data = {k: v for k, v in spec.to_k8s().items() if k not in _UNHASHED}
+    # verify/verifyNonce are read by the running driver itself (it polls them): a verification
+    # request must never replace the driver it asks to verify with.
+    unhashed = {*_UNHASHED, "verify", "verifyNonce"}
+    data = {k: v for k, v in spec.to_k8s().items() if k not in unhashed}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

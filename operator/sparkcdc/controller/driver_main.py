@@ -2,6 +2,7 @@
 
 Reads its CdcPipeline, resolves secrets from the env vars the pod builder mapped them to, and runs
 the pipeline on Spark with the checkpoint in ``status.checkpoint``, fenced by ``$SPARKCDC_EPOCH``.
+Meanwhile a background thread answers ``spec.verifyNonce`` (``driver_verify``).
 """
 
 from __future__ import annotations
@@ -37,16 +38,21 @@ from sparkcdc.controller.driver_support import (
     with_assigned_server_ids,
     write_termination_message,
 )
+from sparkcdc.controller.driver_verify import AppliedTracker, DriverVerifier
 from sparkcdc.core.checkpoint import decode
+from sparkcdc.core.fence import Fence, FencedError, pipeline_key
 from sparkcdc.errors import USER_ERRORS
-from sparkcdc.sinks.base import writes_in_driver
+from sparkcdc.sinks.base import start_fenced, writes_in_driver
+from sparkcdc.sinks.fence import fenced_message
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
 from sparkcdc.spark.session import create_session, delta_conf, merge_conf
-from sparkcdc.state.status_store import FencedError, StatusCheckpointStore
+from sparkcdc.state.status_store import StatusCheckpointStore
 
 log = logging.getLogger("sparkcdc.driver")
 EXIT_FAILED, EXIT_USER_ERROR, EXIT_FENCED = 1, 2, 3
+ENV_VERIFY_POLL_SECONDS = "SPARKCDC_VERIFY_POLL_SECONDS"
+DEFAULT_VERIFY_POLL_SECONDS = 2.0
 
 
 def run_pipeline(driver: PipelineDriver) -> None:
@@ -70,6 +76,10 @@ def driver_main() -> int:
         write_termination_message(str(err))
         return EXIT_USER_ERROR
     except Exception as err:
+        if (fenced := fenced_message(err)) is not None:  # a Spark task's refused sink write
+            log.warning("%s", fenced)
+            write_termination_message(f"fenced: {fenced}")
+            return EXIT_FENCED
         log.exception("the driver failed")
         write_termination_message(f"{type(err).__name__}: {err}")
         return EXIT_FAILED
@@ -96,14 +106,20 @@ def _run() -> None:
         metrics.serve(port)
     store = StatusCheckpointStore(kube.api, namespace, name, epoch)
     try:
-        runtime = build_runtime(pipeline, env_secrets(env))
+        plain = build_runtime(pipeline, env_secrets(env))
         apply_resnapshot(store, pipeline)
         progress = resumed_progress(store, metrics)
-        runtime = replace(runtime, sink=MeasuredSinkConfig(runtime.sink, progress))
+        runtime = replace(plain, sink=MeasuredSinkConfig(plain.sink, progress))
         spark = create_session(f"sparkcdc-{namespace}-{name}", master, spark_conf(runtime, master, env))
+        tracker = AppliedTracker(store)
+        # Verification reads the sink itself: the plain runtime, not the measured one.
+        poll = verify_poll_seconds(env)
+        verifier = DriverVerifier(kube, store, tracker, plain, spark, obj, poll_seconds=poll)
+        verifier.start()
         try:
-            run_pipeline(PipelineDriver(runtime, store, spark, progress))
+            run_pipeline(PipelineDriver(runtime, tracker, spark, progress))
         finally:
+            verifier.stop()
             spark.stop()
     finally:
         store.close()
@@ -126,6 +142,16 @@ def metrics_port(env: Mapping[str, str]) -> int:
     except ValueError:
         log.warning("$%s=%r is not a port; serving no metrics", ENV_DRIVER_METRICS_PORT, text)
         return 0
+
+
+def verify_poll_seconds(env: Mapping[str, str]) -> float:
+    """``$SPARKCDC_VERIFY_POLL_SECONDS``: how often the driver looks for a new verifyNonce."""
+    text = env.get(ENV_VERIFY_POLL_SECONDS, "").strip()
+    try:
+        return max(0.1, float(text)) if text else DEFAULT_VERIFY_POLL_SECONDS
+    except ValueError:
+        log.warning("$%s=%r is not a number of seconds", ENV_VERIFY_POLL_SECONDS, text)
+        return DEFAULT_VERIFY_POLL_SECONDS
 
 
 def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> DriverProgress:

@@ -33,6 +33,7 @@ from sparkcdc.controller.reconciler import Reconciler, utcnow
 from sparkcdc.controller.retain import retain_state
 from sparkcdc.controller.scheduler import Key, Scheduler
 from sparkcdc.controller.settings import OperatorSettings
+from sparkcdc.controller.verify_idle import answer_idle_request
 from sparkcdc.core.reconcile_types import format_time
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,9 @@ class Operator:
         retried here rather than recorded on the object)."""
         try:
             delay = self.reconciler.reconcile(namespace, name)
+            if delay is not None:  # a verifyNonce no driver is there to answer: say so
+                with self.reconciler.lock(namespace, name):
+                    answer_idle_request(self.kube, namespace, name)
         except Exception:
             log.exception(
                 "reconciling CdcPipeline %s/%s failed; retrying in %ss", namespace, name, RETRY_SECONDS

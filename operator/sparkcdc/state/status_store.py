@@ -21,6 +21,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from sparkcdc.core.fence import FencedError as AnyFencedError
 from sparkcdc.state.base import CheckpointStore, StateError
 from sparkcdc.state.status_codec import (
     SPILL_TAG,
@@ -40,10 +41,12 @@ MAX_CONFLICTS = 20
 CARRY_KEYS = ("resnapshotNonce",)  # kept across saves of documents that do not mention them
 
 Obj = dict[str, Any]
+StatusFields = Callable[[Obj], Obj]  # the status being patched -> fields to set
 
 
-class FencedError(StateError):
-    """``status.driver.epoch`` is not this writer's epoch: a newer driver took over."""
+class FencedError(StateError, AnyFencedError):
+    """``status.driver.epoch`` is not this writer's epoch: a newer driver took over. Also a
+    ``core.fence.FencedError``, as is the sink's refusal (sinks/fence.py)."""
 
 
 def epoch_of(obj: Obj) -> int:
@@ -70,6 +73,7 @@ class StatusCheckpointStore(CheckpointStore):
         self._cond = threading.Condition(threading.RLock())
         self._obj: Obj | None = None  # the object as of our last read or write
         self._pending: tuple[Obj | None, Obj | None] | None = None  # (document, progress)
+        self._others: list[StatusFields] = []  # further status fields, with the next write
         self._carry: Obj = {}
         self._last_write = float("-inf")
         self._error: BaseException | None = None
@@ -95,6 +99,14 @@ class StatusCheckpointStore(CheckpointStore):
     def update_progress(self, progress: Obj) -> None:
         """``status.progress`` (camelCase), written with the next checkpoint or on its own."""
         self._enqueue(None, progress)
+
+    def update_status(self, fields: StatusFields) -> None:
+        """Further status fields of the driver's (``verification``, its condition), with the next
+        write: ``fields`` maps the status being patched to the fields to set, so that a list such as
+        ``conditions`` is computed again from the operator's latest one after a conflict."""
+        with self._cond:
+            self._others.append(fields)
+        self._enqueue(None, None)
 
     def last_status(self) -> Obj:
         """``status`` of the object as of the last read or write (empty before any)."""
@@ -130,6 +142,9 @@ class StatusCheckpointStore(CheckpointStore):
             self._raise_error()
             old_doc, old_progress = self._pending or (None, None)
             self._pending = (document if document is not None else old_doc, progress or old_progress)
+            if self._pending == (None, None) and not self._others:
+                self._pending = None
+                return
             if self._clock() >= self._last_write + self._min_interval:
                 self._write_pending()
                 return
@@ -163,19 +178,19 @@ class StatusCheckpointStore(CheckpointStore):
     def _write_pending(self) -> None:
         assert self._pending is not None
         document, progress = self._pending
-        self._pending = None
+        others, self._pending, self._others = self._others, None, []
         try:
-            self._write(document, progress)
+            self._write(document, progress, others)
         except FencedError:
             raise
         except BaseException:
-            self._pending = (document, progress)  # not written: a flush may try again
+            self._pending, self._others = (document, progress), others + self._others  # a flush retries
             raise
         finally:
             self._last_write = self._clock()
 
     # -- the fenced write ------------------------------------------------------------------------
-    def _write(self, document: Obj | None, progress: Obj | None) -> None:
+    def _write(self, document: Obj | None, progress: Obj | None, others: list[StatusFields]) -> None:
         if document is not None:
             document = {**self._carry, **document}
         created: list[str] = []
@@ -194,6 +209,13 @@ class StatusCheckpointStore(CheckpointStore):
                 patch["checkpoint"] = merge_diff(status.get("checkpoint"), stored)
             if progress is not None:
                 patch["progress"] = merge_diff(status.get("progress"), progress)
+            current, touched = dict(status), set[str]()
+            for fields in others:
+                update = fields(current)
+                current.update(update)
+                touched.update(update)
+            for key in touched:
+                patch[key] = merge_diff(status.get(key), current[key])
             patch = {k: v for k, v in patch.items() if v != {}}
             if not patch:
                 return
