@@ -5,16 +5,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sparkcdc.api.manifest import Manifest
+from sparkcdc.core.fence import pipeline_key
 from sparkcdc.progress import RichProgress
-from sparkcdc.sinks.base import writes_in_driver
+from sparkcdc.sinks.base import start_fenced, writes_in_driver
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
-from sparkcdc.spark.session import create_session, delta_conf, local_master
+from sparkcdc.spark.session import create_context, create_session, delta_conf, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 
 log = logging.getLogger(__name__)
@@ -44,9 +46,13 @@ def run_local(manifest: Manifest, state_dir: Path, *, exit_when_caught_up: bool)
     runtimes = runtimes_of(manifest)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
     conf = sink_spark_conf(runtimes, parallelism)
-    spark: Any = LazySession(lambda: create_session("sparkcdc-local", local_master(parallelism), conf))
+    master = local_master(parallelism)
+    spark: Any
     if conf:  # sinks that write from the driver find the session themselves: start it now
-        spark = spark.get()
+        spark = LazySession(lambda: create_session("sparkcdc-local", master, conf))
+        spark.get()
+    else:  # only RDD jobs: the context alone, started when a snapshot needs it (pipeline.py)
+        spark = LazySession(lambda: create_context("sparkcdc-local", master))
     stop = threading.Event()
     errors: list[BaseException] = []
     try:
@@ -89,8 +95,12 @@ def _run_guarded(
 ) -> None:
     listener = display.listener(runtime.name)
     listener.message(f"source {runtime.source.address} → sink {runtime.sink.describe()}")
-    driver = PipelineDriver(runtime, FileCheckpointStore(state_dir, runtime.name), spark, listener)
+    store = FileCheckpointStore(state_dir, runtime.name)
     try:
+        # Each run is a new epoch of the pipeline: an older run still writing is fenced off.
+        fence = store.next_fence(pipeline_key(runtime.pipeline.metadata.namespace, runtime.name))
+        runtime = replace(runtime, sink=start_fenced(runtime.sink, fence))
+        driver = PipelineDriver(runtime, store, spark, listener)
         driver.run(exit_when_caught_up=exit_when_caught_up, should_stop=stop.is_set)
         listener.message("caught up" if exit_when_caught_up else "stopped")
     except BaseException as err:

@@ -109,6 +109,8 @@ def _run() -> None:
         plain = build_runtime(pipeline, env_secrets(env))
         apply_resnapshot(store, pipeline)
         progress = resumed_progress(store, metrics)
+        fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)
+        plain = replace(plain, sink=start_fenced(plain.sink, fence))  # claims the sink's fence
         runtime = replace(plain, sink=MeasuredSinkConfig(plain.sink, progress))
         spark = create_session(f"sparkcdc-{namespace}-{name}", master, spark_conf(runtime, master, env))
         tracker = AppliedTracker(store)

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from sparkcdc.core.fence import Fence
 from sparkcdc.core.microbatch import ChangelogRecord, TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
@@ -23,6 +24,7 @@ __all__ = [
     "SinkConfig",
     "SinkError",
     "TableChanges",
+    "start_fenced",
     "writes_in_driver",
 ]
 
@@ -80,3 +82,14 @@ class FrameSink(Sink, Protocol):
 def writes_in_driver(config: SinkConfig) -> bool:
     """True for configurations of ``FrameSink``s."""
     return bool(getattr(config, "writes_in_driver", False))
+
+
+def start_fenced(config: SinkConfig, fence: Fence) -> SinkConfig:
+    """A starting driver's sink settings: the sink's fence raised to ``fence`` now, and writes
+    refused once a newer driver raised it (``FencedError``). Sinks without a fence (Delta, the
+    changelog, the console) come back unchanged: their zombie writes are not fenced."""
+    claim = getattr(config, "claim_fence", None)
+    if claim is None:
+        return config
+    fenced: SinkConfig = claim(fence)
+    return fenced

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 
 class Dialect(Protocol):
+    # For the sink fence (sinks/fence.py): the clause of a shared-lock read, and the head and tail
+    # of an INSERT that leaves an existing row alone.
+    share_lock: str
+    insert_absent: tuple[str, str]
+
     def connect(self, config: JdbcSinkConfig) -> Any: ...
     def quote(self, name: str) -> str: ...
     def begin(self, cur: Any) -> None: ...
@@ -51,6 +56,12 @@ def _naive_utc(value: Any) -> Any:
 class MySqlDialect:
     """MySQL and MariaDB targets: the source's own column types are reused verbatim, so the
     target orders keys exactly as the source does and a split's range DELETE is exact."""
+
+    # LOCK IN SHARE MODE rather than FOR SHARE: MariaDB and MySQL 5.7 know only this spelling.
+    share_lock = "LOCK IN SHARE MODE"
+    # ON DUPLICATE KEY with a no-op takes the row's exclusive lock at once (INSERT IGNORE would take
+    # a shared one, and two claims upgrading theirs deadlock).
+    insert_absent = ("INSERT INTO", " ON DUPLICATE KEY UPDATE pipeline = pipeline")
 
     def __init__(self, batch_rows: int = 1000) -> None:
         self.batch_rows = batch_rows

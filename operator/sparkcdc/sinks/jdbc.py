@@ -4,6 +4,9 @@ A snapshot split is one transaction: delete the split's key range, insert the sp
 Re-running the split after a crash therefore replaces whatever an earlier attempt wrote and
 also removes rows the source deleted meanwhile (DESIGN §3 rule 3). A binlog batch is one
 transaction of deletes then upserts of last images, so replaying it converges (rule 5).
+
+A configuration with a ``fence`` (the driver's pipeline, owner and epoch) checks the sink's fence
+row first in each of those transactions, so a superseded driver cannot write (sinks/fence.py).
 """
 
 from __future__ import annotations
@@ -13,17 +16,19 @@ import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink, SinkError, TableChanges
 from sparkcdc.sinks.dialects import Dialect, dialect_for
 from sparkcdc.sinks.evolution import AddedColumn, alter_statements, existing_columns
+from sparkcdc.sinks.fence import check_fence, claim_fence, ensure_fence_table
 from sparkcdc.sinks.sql import key_in_list_predicate
 
 
@@ -38,9 +43,22 @@ class JdbcSinkConfig:
     batch_rows: int = 1000
     create_tables: bool = True
     params: dict[str, str] = field(default_factory=dict)
+    # Set by claim_fence in the starting driver; pickled with the config into Spark tasks.
+    fence: Fence | None = None
 
     def open(self) -> JdbcSink:
         return JdbcSink(self)
+
+    def claim_fence(self, fence: Fence) -> JdbcSinkConfig:
+        """Raise the sink's fence for ``fence.pipeline`` to this driver's, and return the settings
+        whose sinks write only while it is still this driver's (sinks.base.start_fenced)."""
+        fenced = replace(self, fence=fence)
+        sink = fenced.open()
+        try:
+            sink.claim_fence()
+        finally:
+            sink.close()
+        return fenced
 
     def describe(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}/{self.database}"
@@ -70,7 +88,7 @@ class JdbcSink(Sink):
         # the DELETE), so deadlocks are expected; the transaction is redone, as InnoDB advises.
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             try:
-                with self._transaction(schema) as cur:
+                with self._transaction(schema, fenced=True) as cur:
                     self._dialect.delete_range(cur, schema, split.start, split.end)
                     self._dialect.write_table(cur, schema, data)
                 return
@@ -82,7 +100,7 @@ class JdbcSink(Sink):
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         target = self._dialect.quote(schema.table.table)
         key = schema.row_key
-        with self._transaction(schema) as cur:
+        with self._transaction(schema, fenced=True) as cur:
             doomed = list(changes.deletes) + list(changes.upserts)
             for chunk in _chunks(doomed, self._config.batch_rows):
                 pred = key_in_list_predicate(key, len(chunk), self._dialect.quote)
@@ -95,8 +113,10 @@ class JdbcSink(Sink):
     def evolve_table(
         self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
     ) -> list[str]:
-        """Follow a source ADD/DROP COLUMN (sinks/evolution.py); returns the statements run."""
-        with self._transaction(schema) as cur:
+        """Follow a source ADD/DROP COLUMN (sinks/evolution.py); returns the statements run.
+
+        The fence check is atomic with the change on PostgreSQL only: MySQL commits before DDL."""
+        with self._transaction(schema, fenced=True) as cur:
             existing = existing_columns(cur, self._config.scheme, schema.table.table)
             statements = alter_statements(
                 self._config.scheme, self._dialect.quote, schema, existing, added, dropped
@@ -105,11 +125,31 @@ class JdbcSink(Sink):
                 cur.execute(statement)
         return statements
 
+    def claim_fence(self) -> None:
+        """Raise the fence row to this sink's fence (the starting driver's claim), retrying lock
+        conflicts: the claim waits for every transaction of the previous driver still open."""
+        fence = self._config.fence
+        if fence is None:
+            return
+        with self._transaction() as cur:
+            ensure_fence_table(cur, self._dialect)
+        for attempt in range(1, _CLAIM_ATTEMPTS + 1):
+            try:
+                with self._transaction() as cur:
+                    claim_fence(cur, self._dialect, fence, self._config.describe())
+                return
+            except SinkError as err:
+                if attempt == _CLAIM_ATTEMPTS or not _is_lock_conflict(err.__cause__):
+                    raise
+                time.sleep(random.uniform(0.01, 0.05) * attempt)
+
     @contextmanager
-    def _transaction(self, schema: TableSchema | None = None) -> Iterator[Any]:
+    def _transaction(self, schema: TableSchema | None = None, *, fenced: bool = False) -> Iterator[Any]:
         cur = self._conn.cursor()
         try:
             self._dialect.begin(cur)
+            if fenced and self._config.fence is not None:
+                check_fence(cur, self._dialect, self._config.fence, self._config.describe())
             yield cur
             self._conn.commit()
         except SinkError:
@@ -136,6 +176,8 @@ class JdbcSink(Sink):
 
 
 _WRITE_ATTEMPTS = 8
+# A claim waits for the previous driver's open transactions, one lock wait timeout per attempt.
+_CLAIM_ATTEMPTS = 20
 
 
 def _is_lock_conflict(err: BaseException | None) -> bool:
