@@ -1,0 +1,161 @@
+"""``spec.verifyNonce`` on the real control plane: the streaming driver verifies its replica against
+the real MariaDB source without being replaced, finds a row altered in the sink in the right
+chunk, and repairs it with ``spec.verify.repair``; without a running driver the condition says why."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from operator_harness import Pipelines, RunningOperator, condition, create_driver_account
+from operator_realdriver import (
+    create_table,
+    driver_log,
+    epoch_of,
+    real_operator,  # noqa: F401 - the real_operator fixture
+    real_pipeline,
+    replica_equals,
+    wait_caught_up,
+)
+
+from harness.mariadb import unique_name
+from sparkcdc.testing.kube import ControlPlane, wait_until
+from sparkcdc.testing.mariadb import MariaDBServer
+from sparkcdc.testing.noderunner import NodeRunner
+
+ROWS, CHUNK = 200, 50
+Obj = dict[str, Any]
+
+
+@pytest.fixture
+def shop(mariadb: MariaDBServer) -> Iterator[str]:
+    db = unique_name("verify")
+    mariadb.execute(f"CREATE DATABASE `{db}`")
+    create_table(mariadb, db, "items", ROWS)
+    try:
+        yield db
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}_replica`")
+
+
+def wait_streaming(op: RunningOperator, pipelines: Pipelines, name: str) -> None:
+    def streaming() -> bool:
+        op.assert_alive()
+        progress = pipelines.status(name).get("progress") or {}
+        done = progress.get("splitsFinished") == progress.get("splitsTotal")
+        return done and bool(progress.get("binlogOffset"))
+
+    wait_until(streaming, timeout=180, every=0.2, what="the pipeline streaming")
+
+
+def verify(
+    op: RunningOperator, pipelines: Pipelines, runner: NodeRunner, name: str, nonce: str, **verify_spec: Any
+) -> Obj:
+    """Set a new verifyNonce (and spec.verify); wait for the driver's answer to it."""
+    spec: Obj = {"verifyNonce": nonce}
+    if verify_spec:
+        spec["verify"] = verify_spec
+    pipelines.patch(name, {"spec": spec})
+
+    def answered() -> Obj:
+        op.assert_alive()
+        status = pipelines.status(name)
+        done = status.get("verification") or {}
+        return status if done.get("nonce") == nonce and done.get("finishedAt") else {}
+
+    try:
+        status: Obj = wait_until(answered, timeout=180, every=0.2, what=f"verifyNonce {nonce} answered")
+    except TimeoutError:
+        log = driver_log(runner, pipelines.namespace, name, epoch_of(pipelines, name))
+        raise AssertionError(f"{nonce} not answered; driver log tail:\n{log[-4000:]}") from None
+    return status
+
+
+def events(core: Any, namespace: str, name: str) -> list[Obj]:
+    items: list[Obj] = json.loads(core.list_namespaced_event(namespace, _preload_content=False).data)["items"]
+    return [e for e in items if e["involvedObject"]["name"] == name]
+
+
+def in_range(key: int, text: str) -> bool:
+    """Whether ``key`` lies in a status range such as ``[101, 151)``, ``[-∞, 51)`` or ``[151, +∞)``."""
+    match = re.fullmatch(r"\[(-∞|-?\d+), (\+∞|-?\d+)\)", text)
+    assert match is not None, text
+    start, end = match.groups()
+    return (start == "-∞" or int(start) <= key) and (end == "+∞" or key < int(end))
+
+
+def test_verify_nonce_checks_finds_and_repairs_a_streaming_replica(
+    real_operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str,  # noqa: F811
+    mariadb: MariaDBServer, shop: str, node_runner: NodeRunner,
+) -> None:  # fmt: skip
+    password = str(mariadb.cdc_password)
+    create_driver_account(control_plane, core, namespace, password)
+    pipelines = Pipelines(control_plane, namespace)
+    body = real_pipeline("ver", mariadb, shop, ["items"], verify={"waitSeconds": 60})
+    body["spec"]["snapshot"]["chunkSize"] = CHUNK
+    pipelines.create(body)
+    wait_streaming(real_operator, pipelines, "ver")
+    wait_until(lambda: replica_equals(mariadb, shop, "items"), timeout=60, what="items replicated")
+    pod = f"ver-driver-{epoch_of(pipelines, 'ver')}"
+
+    # 1. A replica that matches: Verified True with counts.
+    status = verify(real_operator, pipelines, node_runner, "ver", "v1")
+    done, verified = status["verification"], condition(status, "Verified")
+    assert (verified["status"], verified["reason"]) == ("True", "Matched"), verified
+    assert done["tables"] == 1 and done["rowsChecked"] == ROWS and done["chunksChecked"] >= ROWS // CHUNK
+    assert done["chunksDiffering"] == done["chunksUnsettled"] == done["chunksRepaired"] == 0
+    assert verified["observedGeneration"] == (pipelines.get("ver") or {})["metadata"]["generation"]
+    assert condition(status, "Ready")["status"] == "True"  # the operator's conditions are kept
+    # Streaming went on; the same driver carries on.
+    mariadb.execute(f"INSERT INTO `{shop}`.items VALUES (1000, 'after v1', 2.5)")
+    wait_caught_up(real_operator, control_plane, core, pipelines, "ver", mariadb)
+    assert replica_equals(mariadb, shop, "items")
+
+    # 2. One column of one row altered in the sink: found in its chunk.
+    mariadb.execute(f"UPDATE `{shop}_replica`.items SET name = 'tampered' WHERE id = 120")
+    status = verify(real_operator, pipelines, node_runner, "ver", "v2")
+    done, verified = status["verification"], condition(status, "Verified")
+    assert (verified["status"], verified["reason"]) == ("False", "Differs"), verified
+    assert done["chunksDiffering"] == 1 and len(done["chunks"]) == 1
+    chunk = done["chunks"][0]
+    assert chunk["table"] == f"{shop}.items" and chunk["state"] == "differ" and in_range(120, chunk["range"])
+    assert chunk["sourceRows"] == chunk["sinkRows"] and chunk["differingRows"] == 1
+    assert f"{shop}.items chunk {chunk['chunk']} {chunk['range']}" in verified["message"]
+
+    # 3. With repair: the chunk is re-snapshotted while streaming goes on, then matches.
+    status = verify(real_operator, pipelines, node_runner, "ver", "v3", waitSeconds=60, repair=True)
+    done, verified = status["verification"], condition(status, "Verified")
+    assert (verified["status"], verified["reason"]) == ("True", "Repaired"), verified
+    assert done["chunksRepaired"] == 1 and done["chunks"][0]["state"] == "repaired" and done["repair"]
+    assert replica_equals(mariadb, shop, "items")
+
+    # None of it replaced the driver; each run ended with an Event; no secret anywhere.
+    assert status["driver"]["pod"] == pod and not status["driver"].get("restarts")
+    reasons = [e["reason"] for e in events(core, namespace, "ver")]
+    assert {"Verified", "VerificationDiffers"} <= set(reasons), reasons
+    text = json.dumps(pipelines.get("ver")) + json.dumps(events(core, namespace, "ver"))
+    assert password not in text
+
+
+def test_a_request_without_a_running_driver_says_why(
+    real_operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str,  # noqa: F811
+    mariadb: MariaDBServer, shop: str,
+) -> None:  # fmt: skip
+    create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
+    pipelines = Pipelines(control_plane, namespace)
+    pipelines.create(real_pipeline("idle", mariadb, shop, ["items"], suspend=True))
+    wait_until(lambda: pipelines.status("idle").get("phase") == "Suspended", timeout=60, what="Suspended")
+    pipelines.patch("idle", {"spec": {"verifyNonce": "v1"}})
+
+    def said() -> Obj:
+        real_operator.assert_alive()
+        return condition(pipelines.status("idle"), "Verified")
+
+    verified = wait_until(said, timeout=60, what="a Verified condition")
+    assert (verified["status"], verified["reason"]) == ("Unknown", "DriverNotRunning"), verified
+    assert "suspended" in verified["message"] and "'v1'" in verified["message"]
+    assert "verification" not in pipelines.status("idle")  # unanswered: a resumed driver runs it
