@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import logging
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def local_master(parallelism: int) -> str:
@@ -14,27 +19,80 @@ def local_master(parallelism: int) -> str:
     return f"local[{max(1, parallelism)},2]"
 
 
-def create_session(app_name: str, master: str, conf: Mapping[str, str] | None = None) -> Any:
-    """A SparkSession whose Python workers run this interpreter, with quiet logging."""
+# Settings of every session: no UI, quiet, reused Python workers.
+_BASE_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.python.worker.reuse": "true",
+    # A split must not be read twice at once: both attempts would write the same range.
+    "spark.speculation": "false",
+}
+
+
+def _use_this_interpreter() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def create_session(app_name: str, master: str, conf: Mapping[str, str] | None = None) -> Any:
+    """A SparkSession whose Python workers run this interpreter, with quiet logging."""
+    _use_this_interpreter()
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.python.worker.reuse", "true")
-        # A split must not be read twice at once: both attempts would write the same range.
-        .config("spark.speculation", "false")
-    )
-    for key, value in (conf or {}).items():
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in {**_BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+class ContextSession:
+    """A SparkContext standing in for a session where only RDD jobs run (snapshot split readers
+    and binlog catch-up with a sink that writes from the tasks): the SQL session on top of the
+    context costs more than a second of JVM start-up on two cores, and nothing here uses it."""
+
+    def __init__(self, context: Any) -> None:
+        self.sparkContext = context  # the name SparkSession gives it
+
+    def stop(self) -> None:
+        self.sparkContext.stop()
+
+
+def create_context(app_name: str, master: str, conf: Mapping[str, str] | None = None) -> ContextSession:
+    """Like ``create_session``, without the SQL session (see ``ContextSession``)."""
+    _use_this_interpreter()
+    from pyspark import SparkConf, SparkContext
+
+    spark_conf = SparkConf().setAppName(app_name).setMaster(master)
+    for key, value in {**_BASE_CONF, **(conf or {})}.items():
+        spark_conf.set(key, value)
+    context = SparkContext.getOrCreate(spark_conf)
+    context.setLogLevel("ERROR")
+    return ContextSession(context)
+
+
+def warm_up(spark: Any, workers: int, modules: Sequence[str]) -> None:
+    """Start ``spark`` (e.g. a ``LazySession``) and its Python workers with ``modules`` imported,
+    so the first snapshot wave does not pay for them: one task per worker, each worker kept for
+    reuse (``spark.python.worker.reuse``). Runs on a daemon thread, concurrently with the
+    caller's planning; a failure here is left for the first wave to meet and report."""
+    names = list(modules)
+
+    def imports(_: Iterable[int]) -> Iterator[int]:
+        for name in names:
+            importlib.import_module(name)
+        yield os.getpid()
+
+    def run() -> None:
+        try:
+            context = spark.sparkContext
+            context.parallelize(range(workers), workers).mapPartitions(imports).collect()
+        except Exception as err:  # e.g. stopped while starting; the first wave reports real failures
+            log.debug("warming up Spark failed: %s", err)
+
+    threading.Thread(target=run, name="sparkcdc-spark-warm-up", daemon=True).start()
 
 
 # -- Delta Lake -------------------------------------------------------------------------------------
