@@ -11,8 +11,8 @@
                  ``spark.snapshot.run_wave``);
 * ``report``     JSON and rich rendering; ``local``: the ``sparkcdc verify`` command.
 
-TODO(operator, issue 6/9): ``spec.verify`` / ``spec.verifyNonce`` on a CdcPipeline — the driver
-pod calls ``runner.verify_pipeline(runtime, spark, options, applied=<its checkpoint's
-binlog offset>, checkpoint=<its checkpoint>)`` when the nonce changes and the operator writes a
-``Verified`` condition (chunks checked / differing, rows, time) from the returned report.
+On Kubernetes a new ``spec.verifyNonce`` (with ``spec.verify``) makes the driver pod run
+``runner.verify_pipeline`` in a background thread while it streams, with ``applied`` = its own
+committed offset (``controller.driver_verify``); the result goes into ``status.verification``
+and the ``Verified`` condition (``controller.verify_status``).
 """
