@@ -1,4 +1,5 @@
-"""Pure builders of the objects the operator creates: the driver Pod and its headless Service.
+"""Pure builders of the objects the operator creates: the driver Pod, its headless Service, and
+the pipeline's own driver ServiceAccount, Role and RoleBinding.
 
 No I/O: every input is an argument, so the output is easy to test and to diff. Database
 credentials reach the driver only as ``env.valueFrom.secretKeyRef``; the env var names come from
@@ -304,6 +305,89 @@ def _kubernetes_conf(pipeline: CdcPipeline, env: Mapping[str, str]) -> dict[str,
     if spark.image_pull_policy is not None:
         conf["spark.kubernetes.container.image.pullPolicy"] = spark.image_pull_policy
     return conf
+
+
+# -- the driver's own account -------------------------------------------------------------------
+
+
+def driver_account_name(pipeline: str) -> str:
+    """The ServiceAccount, Role and RoleBinding of one pipeline's drivers (a DNS subdomain name)."""
+    name = f"{pipeline}-sparkcdc-driver"
+    if len(name) <= 253:
+        return name
+    digest = hashlib.sha256(pipeline.encode()).hexdigest()[:8]
+    return f"{pipeline[:227]}-{digest}-sparkcdc-driver"
+
+
+def driver_service_account(pipeline: CdcPipeline, template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The pipeline's driver ServiceAccount. ``template`` (the namespace's shared driver account,
+    from the chart) lends its annotations (e.g. a cloud workload identity) and image pull secrets."""
+    template = template or {}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _owned_metadata(pipeline),
+        "automountServiceAccountToken": False,  # the driver pod asks for its token itself
+    }
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    kept = {k: v for k, v in annotations.items() if not k.startswith("kubernetes.io/")}
+    if kept:
+        body["metadata"]["annotations"] = kept
+    if template.get("imagePullSecrets"):
+        body["imagePullSecrets"] = list(template["imagePullSecrets"])
+    return body
+
+
+def driver_role(pipeline: CdcPipeline, spark_master: str) -> dict[str, Any]:
+    """What the pipeline's driver may do: its own CdcPipeline and status (by name), and the objects
+    it creates, whose names are made up as it goes (checkpoint spill ConfigMaps, Spark's executor
+    pods, Services, ConfigMaps and volume claims) and so cannot be listed by name."""
+    own = [pipeline.metadata.name]
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": ["sparkcdc.io"], "resources": ["cdcpipelines"], "resourceNames": own, "verbs": ["get"]},
+        {
+            "apiGroups": ["sparkcdc.io"],
+            "resources": ["cdcpipelines/status"],
+            "resourceNames": own,
+            "verbs": ["get", "patch"],
+        },
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    ]
+    if spark_master.startswith("k8s://"):
+        watch = ["create", "delete", "deletecollection", "get", "list", "watch"]
+        rules += [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": watch},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": [*watch, "patch"]},
+            {"apiGroups": [""], "resources": ["services", "persistentvolumeclaims"], "verbs": watch},
+        ]
+    else:  # the checkpoint spill only
+        rules.append({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete", "get"]})
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _owned_metadata(pipeline),
+        "rules": rules,
+    }
+
+
+def driver_role_binding(pipeline: CdcPipeline) -> dict[str, Any]:
+    name = driver_account_name(pipeline.metadata.name)
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _owned_metadata(pipeline),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": _namespace(pipeline)}],
+    }
+
+
+def _owned_metadata(pipeline: CdcPipeline) -> dict[str, Any]:
+    return {
+        "name": driver_account_name(pipeline.metadata.name),
+        "namespace": _namespace(pipeline),
+        "labels": labels(pipeline, "driver"),
+        "ownerReferences": [owner_reference(pipeline)],
+    }
 
 
 def _namespace(pipeline: CdcPipeline) -> str:

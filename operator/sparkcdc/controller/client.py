@@ -72,6 +72,7 @@ class KubeClient:
         # Typed as Any: bodies are plain dicts, which the generated signatures do not admit.
         self.core: Any = client.CoreV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
+        self.rbac: Any = client.RbacAuthorizationV1Api(api)
 
     @classmethod
     def from_config(cls, kube: KubeConfig) -> KubeClient:
@@ -158,6 +159,38 @@ class KubeClient:
         except ApiException as err:
             if err.status != 409:
                 raise
+
+    # -- the driver's own ServiceAccount, Role and RoleBinding ------------------------------------
+    def get_service_account(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return _json(self.core.read_namespaced_service_account(name, namespace, _preload_content=False))
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def apply_driver_rbac(self, body: Obj) -> None:
+        """Create a ServiceAccount, Role or RoleBinding, or merge ``body`` into the existing one
+        (its rules, subjects, labels and annotations become ``body``'s; a token the API server
+        added to a ServiceAccount stays)."""
+        create, patch = {
+            "ServiceAccount": (
+                self.core.create_namespaced_service_account,
+                self.core.patch_namespaced_service_account,
+            ),
+            "Role": (self.rbac.create_namespaced_role, self.rbac.patch_namespaced_role),
+            "RoleBinding": (
+                self.rbac.create_namespaced_role_binding,
+                self.rbac.patch_namespaced_role_binding,
+            ),
+        }[body["kind"]]
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        try:
+            create(namespace, body, _preload_content=False)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            patch(name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False)
 
     # -- config maps (retained state) ------------------------------------------------------------
     def get_config_map(self, namespace: str, name: str) -> Obj | None:

@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from sparkcdc.api.resource import CdcPipeline
-from sparkcdc.controller.builders import driver_pod, driver_service, spec_hash
+from sparkcdc.controller.builders import (
+    driver_account_name,
+    driver_pod,
+    driver_role,
+    driver_role_binding,
+    driver_service,
+    driver_service_account,
+    spec_hash,
+)
 from sparkcdc.controller.client import ConflictError, KubeClient
 from sparkcdc.controller.metrics import OperatorMetrics
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
@@ -156,6 +164,7 @@ class Reconciler:
             elif isinstance(action, CreateService):
                 self.kube.create_service(driver_service(pipeline, self.settings.driver_metrics_port))
             elif isinstance(action, CreatePod):
+                self._driver_account(pipeline)
                 self.kube.create_pod(self.driver_pod(pipeline, action.epoch))
             elif isinstance(action, DeletePod):
                 log.info("deleting driver pod %s/%s: %s", namespace, action.name, action.reason)
@@ -169,6 +178,29 @@ class Reconciler:
         self.metrics.set_phase(md.get("uid", ""), (obj.get("status") or {}).get("phase"))
         return requeue
 
+    def _driver_account(self, pipeline: CdcPipeline) -> None:
+        """The pipeline's own driver ServiceAccount, Role and RoleBinding (owned by it), before each
+        driver pod: a driver may read and patch only its own pipeline. The namespace's shared
+        driver account (from the chart) must exist: it marks where pipelines may run and lends
+        the per-pipeline accounts its annotations and image pull secrets."""
+        namespace = pipeline.metadata.namespace or "default"
+        shared = self.settings.driver_service_account
+        template = self.kube.get_service_account(namespace, shared)
+        if template is None:
+            raise RuntimeError(
+                f"namespace {namespace} has no ServiceAccount {shared}, so CdcPipeline "
+                f"{pipeline.metadata.name} "
+                "cannot start a driver there: add the namespace to the chart's driver.namespaces or "
+                "watchNamespaces (install.md, 'Where pipelines may run')"
+            )
+        master = pipeline.spec.spark.master or self.settings.spark_master
+        for body in (
+            driver_service_account(pipeline, template),
+            driver_role(pipeline, master),
+            driver_role_binding(pipeline),
+        ):
+            self.kube.apply_driver_rbac(body)
+
     def driver_pod(self, pipeline: CdcPipeline, epoch: int) -> Obj:
         spark = pipeline.spec.spark
         return driver_pod(
@@ -176,7 +208,7 @@ class Reconciler:
             epoch,
             image=spark.image,
             spark_master=spark.master or self.settings.spark_master,
-            service_account=self.settings.driver_service_account,
+            service_account=driver_account_name(pipeline.metadata.name),
             spec_hash=spec_hash(pipeline.spec),
             command=self.settings.driver_command,
             scheduler_name=self.settings.scheduler_name,

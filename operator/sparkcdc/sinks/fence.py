@@ -17,6 +17,7 @@ starts later waits for the claim and then reads the new epoch, and aborts with
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "fenced_message",
 ]
 
+log = logging.getLogger(__name__)
 FENCE_TABLE = "sparkcdc_fence"
 # namespace (63) + "/" + name (253); an owner is a uid or a local directory's id.
 _COLUMNS = "pipeline VARCHAR(320) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL, epoch BIGINT NOT NULL"
@@ -77,7 +79,10 @@ def check_fence(cur: Any, dialect: Dialect, fence: Fence, where: str) -> None:
     try:
         fence.check(_read(cur, dialect, fence.pipeline, dialect.share_lock))
     except FencedError as err:
-        raise SinkFencedError(f"the sink {where} refused a write: {err}") from None
+        refused = SinkFencedError(f"the sink {where} refused a write: {err}")
+        # Logged here too: a status write refused while unwinding may become the error reported.
+        log.warning("%s", refused)
+        raise refused from None
 
 
 def _read(cur: Any, dialect: Dialect, pipeline: str, lock: str) -> tuple[str, int] | None:
