@@ -35,7 +35,7 @@ from sparkcdc.mysql.queries import current_offset
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.sql import range_predicate, table_name
 from sparkcdc.sinks import sql as sink_sql
-from sparkcdc.sinks.base import SinkConfig, SinkError
+from sparkcdc.sinks.base import SinkConfig, SinkError, writes_in_driver
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
 from sparkcdc.verify.canonical import HASH_HEX_DIGITS, mysql_row_text, postgres_row_text
 
@@ -267,14 +267,17 @@ class PostgresSinkChecker:
 
 
 def open_sink_checker(config: SinkConfig) -> SinkChecker:
-    """A checker for the pipeline's sink; only JDBC sinks can be verified so far."""
+    """A checker for the pipeline's sink: JDBC (MySQL/MariaDB, PostgreSQL) or Delta."""
     if isinstance(config, JdbcSinkConfig):
         if config.scheme in ("mysql", "mariadb"):
             return MySqlSinkChecker(config)
         if config.scheme == "postgresql":
             return PostgresSinkChecker(config)
-    # TODO(delta sink, issue 8): checksum a Delta table's chunk with Spark SQL (same canonical text).
+    if writes_in_driver(config):  # Delta: read with Spark in the driver (verify/delta_checker.py)
+        from sparkcdc.verify.delta_checker import DeltaSinkChecker
+
+        return DeltaSinkChecker(config)
     raise SinkError(
-        f"sparkcdc verify supports the jdbc sink (MySQL, MariaDB, PostgreSQL); {config.describe()} cannot "
-        "be verified"
+        "sparkcdc verify supports the jdbc (MySQL, MariaDB, PostgreSQL) and delta sinks; "
+        f"{config.describe()} cannot be verified"
     )

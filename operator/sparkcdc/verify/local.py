@@ -16,7 +16,7 @@ from sparkcdc.api.manifest import Manifest
 from sparkcdc.core.checkpoint import Checkpoint, decode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.local import runtimes_of
+from sparkcdc.local import runtimes_of, sink_spark_conf
 from sparkcdc.progress import LiveDisplay
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
@@ -114,7 +114,9 @@ def verify_local(
     own_session = spark is None
     if spark is None:
         parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
-        spark = create_session("sparkcdc-verify", local_master(parallelism))
+        spark = create_session(
+            "sparkcdc-verify", local_master(parallelism), sink_spark_conf(runtimes, parallelism)
+        )
     reports: list[PipelineReport] = []
     try:
         with VerifyProgress(console) as display:

@@ -20,7 +20,7 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.connection import SourceConfig, connect, source_error
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import SinkConfig
+from sparkcdc.sinks.base import SinkConfig, writes_in_driver
 from sparkcdc.verify.checksum import ChunkChecksum, open_sink_checker, source_checksum
 
 __all__ = ["ChunkCheck", "VerifyContext", "check_chunks", "group_chunks", "run_checks"]
@@ -89,6 +89,10 @@ def run_checks(
     """Checksum ``splits`` as one Spark job of at most ``tasks`` tasks; results in any order."""
     if not splits:
         return []
+    if writes_in_driver(context.sink):  # Delta: the sink side runs in the driver (delta_checker.py)
+        from sparkcdc.verify.delta_checker import run_delta_checks
+
+        return run_delta_checks(spark, context, splits, tasks)
     groups = group_chunks(splits, tasks)
 
     def partition(items: Iterator[list[SnapshotSplit]]) -> Iterator[ChunkCheck]:
