@@ -60,7 +60,12 @@ def verify(
     if verify_spec:
         spec["verify"] = verify_spec
     pipelines.patch(name, {"spec": spec})
+    return wait_answered(op, pipelines, runner, name, nonce)
 
+
+def wait_answered(
+    op: RunningOperator, pipelines: Pipelines, runner: NodeRunner, name: str, nonce: str
+) -> Obj:
     def answered() -> Obj:
         op.assert_alive()
         status = pipelines.status(name)
@@ -97,7 +102,11 @@ def test_verify_nonce_checks_finds_and_repairs_a_streaming_replica(
     pipelines = Pipelines(control_plane, namespace)
     body = real_pipeline("ver", mariadb, shop, ["items"], verify={"waitSeconds": 60})
     body["spec"]["snapshot"]["chunkSize"] = CHUNK
+    body["spec"]["verifyNonce"] = "v0"  # from the start: answered once the snapshot is done
     pipelines.create(body)
+    status = wait_answered(real_operator, pipelines, node_runner, "ver", "v0")
+    assert condition(status, "Verified")["reason"] == "Matched", status
+    assert status["verification"]["rowsChecked"] == ROWS
     wait_streaming(real_operator, pipelines, "ver")
     wait_until(lambda: replica_equals(mariadb, shop, "items"), timeout=60, what="items replicated")
     pod = f"ver-driver-{epoch_of(pipelines, 'ver')}"

@@ -163,7 +163,7 @@ class DriverVerifier:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         """Stop polling and cancel a run's Spark jobs (the next driver runs it again)."""
         self._stop.set()
         if self._session is not None:
@@ -252,9 +252,11 @@ class DriverVerifier:
         self._event(obj, state)
 
     def _verify_session(self, nonce: str) -> Any:
-        """A session of its own on the driver's Spark context; this thread's jobs in their group."""
+        """A session of its own on the driver's Spark context (its SQL settings apart from the
+        pipeline's; a context-only session is shared, it has none); this thread's jobs in a group."""
         if self._session is None:
-            self._session = self._spark.newSession()
+            new = getattr(self._spark, "newSession", None)
+            self._session = new() if callable(new) else self._spark
         self._session.sparkContext.setJobGroup(JOB_GROUP, f"verifyNonce {nonce}", True)
         return self._session
 
