@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import ssl
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 import pymysql.converters
@@ -70,14 +71,22 @@ def _ssl_options(cfg: SourceConfig) -> dict[str, Any]:
     if mode == "disabled":
         return {"ssl_disabled": True}
     if mode == "preferred":
-        # PyMySQL's default: TLS when the server supports it, plaintext otherwise.
+        # PyMySQL's default: TLS when the server supports it, plaintext otherwise (its context
+        # comes from _TlsPreferringConnection).
         return {}
     if mode not in TLS_MODES:
         raise SourceError(
             f"unknown TLS mode {cfg.tls_mode!r}; set spec.source.tls.mode to one of {', '.join(TLS_MODES)}"
         )
+    return {"ssl": _verifying_context(mode, cfg.ca_pem)}
+
+
+@functools.lru_cache(maxsize=8)
+def _verifying_context(mode: str, ca_pem: str | None) -> ssl.SSLContext:
+    """One context per mode and CA for the whole process: loading the CA store takes 25-100 ms,
+    and every split reader and binlog reader connection would otherwise load it again."""
     try:
-        ctx = ssl.create_default_context(cadata=cfg.ca_pem) if cfg.ca_pem else ssl.create_default_context()
+        ctx = ssl.create_default_context(cadata=ca_pem) if ca_pem else ssl.create_default_context()
     except ssl.SSLError as exc:
         raise SourceError(
             f"the CA certificate for the source is not valid PEM ({exc}); check spec.source.tls"
@@ -87,7 +96,34 @@ def _ssl_options(cfg: SourceConfig) -> dict[str, Any]:
         ctx.verify_mode = ssl.CERT_NONE
     elif mode == "verify-ca":
         ctx.check_hostname = False
-    return {"ssl": ctx}
+    return ctx
+
+
+@functools.cache
+def _unverified_context() -> ssl.SSLContext:
+    # What PyMySQL's preferred mode builds for every connection (no certificate or host check),
+    # without loading the system's CA store, which that context never consults.
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return ctx
+
+
+if TYPE_CHECKING:
+    _Connection = pymysql.connections.Connection[Any]
+else:
+    _Connection = pymysql.connections.Connection
+
+
+class _TlsPreferringConnection(_Connection):
+    """PyMySQL's connection, sharing one context for its preferred TLS mode (``{}`` options)."""
+
+    def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
+        if isinstance(sslp, dict) and not sslp:
+            return _unverified_context()
+        context: ssl.SSLContext = super()._create_ssl_ctx(sslp)  # type: ignore[misc]
+        return context
 
 
 def connection_kwargs(cfg: SourceConfig, database: str | None = None) -> dict[str, Any]:
@@ -179,7 +215,7 @@ def connect(
         reraise=True,
     )
     try:
-        conn: pymysql.connections.Connection[Any] = retrying(pymysql.connect, **kwargs)
+        conn: pymysql.connections.Connection[Any] = retrying(_TlsPreferringConnection, **kwargs)
     except (pymysql.err.MySQLError, ssl.SSLError, OSError) as exc:
         raise source_error(exc, cfg) from None
     if streaming:

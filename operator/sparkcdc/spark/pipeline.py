@@ -35,6 +35,7 @@ from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order, plan_table, tail_splits
 from sparkcdc.spark.runtime import PipelineRuntime
 from sparkcdc.spark.schema_changes import fail_vanished_tables
+from sparkcdc.spark.session import warm_up
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
 from sparkcdc.spark.startup import SearchContext, startup_offset
 from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
@@ -239,9 +240,11 @@ class PipelineDriver:
             ends = [o for o in (now, checkpoint.snapshot_end_offset) if o is not None]
             stop_at = max(ends, key=BinlogOffset.sort_key)
         ids = checkpoint.server_ids or server_id_range(self._runtime, checkpoint)
+        binlog = self._runtime.pipeline.spec.binlog
+        tune = getattr(self._runtime.sink, "tune_binlog", None)  # sinks wanting larger batches (Delta)
         settings = StreamSettings(
             live_reader_server_id(ids),
-            self._runtime.pipeline.spec.binlog,
+            binlog if tune is None else tune(binlog),
             stop_at,
             dict(self._snapshot.chunk_key_columns),
             catchup_settings(self._spark, ids, self._runtime.pipeline.spec),
@@ -265,6 +268,8 @@ class PipelineDriver:
             check_binlog_settings(conn)
             schemas = discover_tables(self._runtime, conn)
             checkpoint = self.load_checkpoint()
+            if checkpoint is None or not checkpoint.snapshot_done:
+                self._warm_up_spark()
             ids = server_id_range(self._runtime, checkpoint)
             checkpoint = replace(checkpoint or Checkpoint(), server_ids=ids)
             assigner = SnapshotSplitAssigner(checkpoint)
@@ -285,6 +290,12 @@ class PipelineDriver:
             return checkpoint
         finally:
             conn.close()
+
+    def _warm_up_spark(self) -> None:
+        """Start Spark and its Python workers while the splits are planned and the sink prepared
+        (seconds of JVM and worker start-up that the first wave would otherwise wait for)."""
+        sink_module = type(self._runtime.sink).__module__
+        warm_up(self._spark, self._snapshot.parallelism, ["sparkcdc.spark.snapshot", sink_module])
 
     def _plan_missing(
         self, conn: Any, assigner: SnapshotSplitAssigner, schemas: Mapping[TableId, TableSchema]

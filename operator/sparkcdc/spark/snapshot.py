@@ -22,7 +22,7 @@ from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.mysql.split_reader import SplitReadResult, read_split
+from sparkcdc.mysql.split_reader import SplitReader, SplitReadResult
 from sparkcdc.sinks.base import SinkConfig, writes_in_driver
 from sparkcdc.spark.frame_wave import run_wave_in_driver
 
@@ -60,26 +60,31 @@ class WaveContext:
 def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]:
     """Read and commit the task's splits in order, reading the next split while the current one
     is written (one read ahead: at most two splits in memory). Both the ConnectorX read and the
-    Arrow kernels of the sinks release the GIL, so the two overlap on a multi-core executor."""
+    Arrow kernels of the sinks release the GIL, so the two overlap on a multi-core executor.
+    The reads share one source connection (``SplitReader``), used by the read-ahead thread only."""
     sink = context.sink.open()
-    reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkcdc-read-ahead")
+    splits = SplitReader(context.source, task.server_id, context.fetch_size)
+    read_ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkcdc-read-ahead")
 
     def read(split: SnapshotSplit) -> SplitReadResult:
-        schema = context.schemas[split.table]
-        return read_split(context.source, schema, split, task.server_id, context.fetch_size)
+        return splits.read(context.schemas[split.table], split)
 
+    pending: Future[SplitReadResult] | None = None
     try:
-        pending: Future[SplitReadResult] | None = reader.submit(read, task.splits[0]) if task.splits else None
+        pending = read_ahead.submit(read, task.splits[0]) if task.splits else None
         for i, split in enumerate(task.splits):
             assert pending is not None
             result = pending.result()
-            pending = reader.submit(read, task.splits[i + 1]) if i + 1 < len(task.splits) else None
+            pending = read_ahead.submit(read, task.splits[i + 1]) if i + 1 < len(task.splits) else None
             sink.write_split(context.schemas[split.table], split, result.data, result.high)
             yield SplitSummary(split, result.low, result.high, result.data.num_rows, result.backfill_events)
     finally:
-        # A read still running finishes on its own (its result is dropped): its connections
-        # close with it, and the split is read again by whichever task gets it next.
-        reader.shutdown(wait=False, cancel_futures=True)
+        # A read still running finishes on its own (its result is dropped; the split is read
+        # again by whichever task gets it next); the connection closes after it, on its thread.
+        if pending is not None:
+            pending.cancel()
+        read_ahead.submit(splits.close)
+        read_ahead.shutdown(wait=False)
         sink.close()
 
 
