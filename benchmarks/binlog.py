@@ -16,7 +16,13 @@ initially empty 7-column table ``bench.changes``: rounds of 10,000 inserts, 6,00
                                   the backlog start and ``--exit-when-caught-up``, applying to a
                                   JDBC replica on the same server; timed from the first checkpoint
                                   to the checkpoint at the backlog end;
-* ``sparkcdc → jdbc, parallel catch-up``  not implemented yet: printed as such.
+* ``sparkcdc → jdbc, parallel catch-up``  the same run with ``binlog.parallelCatchupThresholdBytes``
+                                  below the backlog: ranges decoded by ``snapshot.parallelism``
+                                  (2) Spark tasks, reduced, applied (spark/catchup.py); timed the
+                                  same way, so it includes starting Spark.
+
+``--only NAME,...`` runs a subset (``mariadb-binlog``, ``bare``, ``reader``, ``single``,
+``parallel``) while iterating; the results file is written by full runs only.
 
 Results go to ``benchmarks/results/binlog.json``.
 """
@@ -201,8 +207,12 @@ def sparkcdc_reader(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tup
     return time.perf_counter() - began, count
 
 
-def sparkcdc_apply(server: Any, work: Path, start: BinlogOffset, stop: BinlogOffset) -> dict[str, Any]:
-    name = "bench-binlog"
+def sparkcdc_apply(
+    server: Any, work: Path, start: BinlogOffset, stop: BinlogOffset, *, parallel: bool
+) -> dict[str, Any]:
+    name = "bench-binlog-parallel" if parallel else "bench-binlog"
+    # Parallel: any backlog over 1 MiB is caught up by ranges; single: catch-up off.
+    threshold = 1024 * 1024 if parallel else 0
     state = work / "state"
     shutil.rmtree(state, ignore_errors=True)
     server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
@@ -213,6 +223,8 @@ def sparkcdc_apply(server: Any, work: Path, start: BinlogOffset, stop: BinlogOff
         tables=[f"{DATABASE}.{TABLE}"],
         sink=jdbc_sink(server, REPLICA),
         startup={"mode": "specific-offset", "file": start.file, "position": start.pos},
+        snapshot={"parallelism": 2},
+        binlog={"parallelCatchupThresholdBytes": threshold},
     )
 
     def offset() -> BinlogOffset | None:
@@ -234,11 +246,36 @@ def sparkcdc_apply(server: Any, work: Path, start: BinlogOffset, stop: BinlogOff
     assert source_sum == replica_sum, "the replica differs from the source after the catch-up"
     server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
     began = run.marks.get("started", 0.0)
+    ended = run.marks.get("caught_up", run.seconds)
     return {
-        "seconds": round(run.marks.get("caught_up", run.seconds) - began, 3),
+        "seconds": round(ended - began, 3),
         "wall_seconds": round(run.seconds, 3),
+        "cpu_seconds_tree": round(
+            run.cpu_marks.get("caught_up", run.cpu) - run.cpu_marks.get("started", 0.0), 2
+        ),
         "peak_rss_mib": mib(run.peak_rss),
     }
+
+
+STAGES = ("mariadb-binlog", "bare", "reader", "single", "parallel")
+LABELS = {
+    "mariadb-binlog": "mariadb-binlog (decode-rows -v)",
+    "bare": "python-mysql-replication (bare loop)",
+    "reader": "sparkcdc reader (no sink)",
+    "single": "sparkcdc → jdbc, single reader",
+    "parallel": "sparkcdc → jdbc, parallel catch-up",
+}
+
+
+def measure(
+    stage: str, server: Any, work: Path, start: BinlogOffset, stop: BinlogOffset, changes: int
+) -> dict[str, Any]:
+    if stage in ("single", "parallel"):
+        return sparkcdc_apply(server, work, start, stop, parallel=stage == "parallel")
+    decode = {"mariadb-binlog": mariadb_binlog, "bare": replication_loop, "reader": sparkcdc_reader}[stage]
+    seconds, rows = decode(server, start, stop)
+    assert rows == changes, f"{stage} decoded {rows} row events, not {changes}"
+    return {"seconds": round(seconds, 3)}
 
 
 def main() -> None:
@@ -246,7 +283,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--only", default=",".join(STAGES), help="comma-separated stages to run")
     args = parser.parse_args()
+    stages = [s for s in STAGES if s in args.only.split(",")]
     started = machine()
     work = BENCH_DIR / "binlog-work"
     work.mkdir(parents=True, exist_ok=True)
@@ -254,31 +293,30 @@ def main() -> None:
     with bench_server("binlog") as server:
         start, stop = build_backlog(server, args.changes)
         console.print(f"backlog {start} → {stop}: {args.changes:,} row changes")
+        for stage in stages:
+            measured[LABELS[stage]] = figures = measure(stage, server, work, start, stop, args.changes)
+            console.print(f"{LABELS[stage]}: {figures}")
 
-        seconds, rows = mariadb_binlog(server, start, stop)
-        assert rows == args.changes, f"mariadb-binlog printed {rows} row events"
-        measured["mariadb-binlog (decode-rows -v)"] = {"seconds": round(seconds, 3)}
-        console.print(f"mariadb-binlog: {seconds:.2f}s")
-
-        seconds, rows = replication_loop(server, start, stop)
-        assert rows == args.changes, f"python-mysql-replication decoded {rows} rows"
-        measured["python-mysql-replication (bare loop)"] = {"seconds": round(seconds, 3)}
-        console.print(f"python-mysql-replication: {seconds:.2f}s")
-
-        seconds, rows = sparkcdc_reader(server, start, stop)
-        assert rows == args.changes, f"sparkcdc's reader produced {rows} changes"
-        measured["sparkcdc reader (no sink)"] = {"seconds": round(seconds, 3)}
-        console.print(f"sparkcdc reader: {seconds:.2f}s")
-
-        applied = sparkcdc_apply(server, work, start, stop)
-        measured["sparkcdc → jdbc, single reader"] = applied
-        console.print(f"sparkcdc → jdbc: {applied}")
-
-    baseline = measured["mariadb-binlog (decode-rows -v)"]["seconds"]
+    baseline = measured.get(LABELS["mariadb-binlog"], {}).get("seconds")
     for figures in measured.values():
         figures["row_events_per_second"] = round(args.changes / figures["seconds"])
-        figures["ratio_to_mariadb_binlog"] = round(baseline / figures["seconds"], 3)
-    measured["sparkcdc → jdbc, parallel catch-up"] = {"not_implemented": True}
+        if baseline:
+            figures["ratio_to_mariadb_binlog"] = round(baseline / figures["seconds"], 3)
+    table = Table(title=f"binlog backlog of {args.changes:,} row changes (insert/update/delete)")
+    for column in ("path", "seconds", "row events/s", "× mariadb-binlog", "CPU s (tree)", "peak RSS"):
+        table.add_column(column, justify="left" if column == "path" else "right")
+    for name, figures in measured.items():
+        table.add_row(
+            name,
+            f"{figures['seconds']:.2f}",
+            f"{figures['row_events_per_second']:,}",
+            f"{figures['ratio_to_mariadb_binlog']:.3f}" if "ratio_to_mariadb_binlog" in figures else "",
+            f"{figures['cpu_seconds_tree']:.1f}" if "cpu_seconds_tree" in figures else "",
+            f"{figures['peak_rss_mib']:,.0f} MiB" if "peak_rss_mib" in figures else "",
+        )
+    console.print(table)
+    if stages != list(STAGES):
+        return
     results = {
         "benchmark": "binlog",
         "machine": started,
@@ -287,24 +325,7 @@ def main() -> None:
         "results": measured,
         "target": {"parallel_catchup_row_events_per_second": 100_000},
     }
-    path = write_results("binlog", results)
-
-    table = Table(title=f"binlog backlog of {args.changes:,} row changes (insert/update/delete)")
-    for column in ("path", "seconds", "row events/s", "× mariadb-binlog", "peak RSS"):
-        table.add_column(column, justify="left" if column == "path" else "right")
-    for name, figures in measured.items():
-        if figures.get("not_implemented"):
-            table.add_row(name, "not implemented", "", "", "")
-            continue
-        table.add_row(
-            name,
-            f"{figures['seconds']:.2f}",
-            f"{figures['row_events_per_second']:,}",
-            f"{figures['ratio_to_mariadb_binlog']:.3f}",
-            f"{figures['peak_rss_mib']:,.0f} MiB" if "peak_rss_mib" in figures else "",
-        )
-    console.print(table)
-    console.print(f"results written to {path}")
+    console.print(f"results written to {write_results('binlog', results)}")
 
 
 if __name__ == "__main__":

@@ -36,3 +36,7 @@ fi
 # The Delta sink's jars (the Maven artifacts of the installed delta-spark release), resolved once
 # into ~/.cache/sparkcdc/ivy ($SPARKCDC_CACHE_DIR) by Spark's own resolver; instant when cached.
 "$VENV/bin/python" -m sparkcdc.spark.session fetch-delta-jars >/dev/null
+
+# The Go binlog decoder of parallel catch-up (hack/binlogdec.sh): built once from the Go module proxy
+# into ~/.cache/sparkcdc; without Go, catch-up decodes in Python.
+bash hack/binlogdec.sh >/dev/null

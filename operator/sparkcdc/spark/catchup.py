@@ -32,10 +32,12 @@ from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_native import decode_range, decoder_path, native_eligible
 from sparkcdc.mysql.binlog_ranges import list_boundaries
 from sparkcdc.mysql.binlog_reader import DdlStatement
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import binlog_files, current_offset
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
@@ -73,6 +75,8 @@ class RangeContext:
     source: SourceConfig
     schemas: dict[TableId, TableSchema]
     event_filter: BinlogSplitFilter
+    flavor: str = "mariadb"
+    native: bool = False  # the Go decoder reproduces these tables exactly (mysql/binlog_native.py)
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,27 @@ class RangeResult:
 
 
 def read_range(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult:
-    """Decode ``(window.start, window.stop]`` and reduce it (runs in a Spark task)."""
+    """Decode ``(window.start, window.stop]`` and reduce it (runs in a Spark task): with the Go
+    decoder where it is exact, else with python-mysql-replication."""
+    return _read_native(context, window, server_id) or _read_python(context, window, server_id)
+
+
+def _read_native(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult | None:
+    binary = decoder_path() if context.native else None
+    event_filter = context.event_filter
+    captured = {t: s for t, s in context.schemas.items() if event_filter.is_captured(t)}
+    # Past every table's maximum high watermark the filter passes every captured table's events;
+    # before that it decides per split, which only the Python path does.
+    pure = all((w := event_filter.max_watermark(t)) is None or w <= window.start for t in captured)
+    if binary is None or not pure or not captured:
+        return None
+    found = decode_range(
+        binary, context.source, server_id, captured, window.start, window.stop, context.flavor
+    )
+    return None if found is None else RangeResult(window.index, found.events, found.changes, {})
+
+
+def _read_python(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult:
     reader = StreamingChangeReader(context.source, server_id, context.schemas, blocking=False)
     reducer = RangeReducer({t: s.row_key for t, s in context.schemas.items()})
     in_use: dict[TableId, TableSchema] = {}
@@ -123,6 +147,7 @@ class CatchupRunner:
         self._schemas = schemas  # the streamer's: updated when rows arrive with another definition
         self._listener = listener
         self._commit = commit  # adds what the streamer keeps (failed tables), saves, returns
+        self._flavor = "mariadb"
 
     def run(
         self,
@@ -135,11 +160,13 @@ class CatchupRunner:
             ranges = self.plan(start)
             if not ranges:
                 break
+            schemas = dict(self._schemas)
+            native = native_eligible(self._source, schemas) and decoder_path() is not None
             self._listener.message(
                 f"parallel catch-up of {start} → {ranges[-1].stop}: {len(ranges)} ranges, "
-                f"{len(self._settings.server_ids)} tasks"
+                f"{len(self._settings.server_ids)} tasks, {'Go' if native else 'Python'} decoder"
             )
-            context = RangeContext(self._source, dict(self._schemas), event_filter)
+            context = RangeContext(self._source, schemas, event_filter, self._flavor, native)
             checkpoint, start = self._run_rounds(context, ranges, checkpoint, start, should_stop)
             event_filter.advance_to(start)
         return checkpoint, start
@@ -148,7 +175,9 @@ class CatchupRunner:
         """The ranges of the stretch from ``start``, or none when the backlog is small."""
         conn = connect(self._source)
         try:
-            now = current_offset(conn)
+            flavor = detect_flavor(conn)
+            self._flavor = flavor.kind
+            now = current_offset(conn, flavor)
             files = binlog_files(conn)
             backlog = backlog_bytes(start, now, files) if now > start else 0
             if backlog < self._settings.threshold_bytes:

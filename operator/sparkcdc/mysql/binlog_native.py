@@ -1,0 +1,139 @@
+"""A catch-up range decoded by ``sparkcdc-binlogdec`` (Go, go-mysql's parser; hack/binlogdec/).
+
+python-mysql-replication decodes ~5–15k row events per second per core, and that is the ceiling
+of parallel catch-up on a small machine. The Go decoder reads a range as its own replica, reduces
+it to the last image per key itself (the same rule as ``core.merge.collapse_events``, keyed by the
+binlog's raw key values, which are equal exactly when the canonical values are) and hands back
+only the surviving rows; this module converts those with ``types.canonical_value``, the function
+every other path uses, so values are the same as the Python decoder's (tests compare both on the
+type table).
+
+Used only where it is exact: a plain TCP source (no TLS: the Go client is not given the
+certificates), every captured column of a family it renders the way ``canonical_value`` expects
+(not GEOMETRY, not MySQL's binary JSON, not MariaDB's UUID/INET), and ranges without the
+snapshot handoff's per-split filter. For anything else in a range — a column count that differs
+from the current definition, a partial row image, a DDL statement — it answers "unsupported" and
+the caller decodes the range in Python. ``SPARKCDC_BINLOG_DECODER=python`` turns it off.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.columns import Column, Family
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.mysql.types import canonical_value
+
+__all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "native_eligible"]
+
+DECODER_ENV = "SPARKCDC_BINLOG_DECODER"  # "python" | "auto" (default) | a path to the binary
+DECODER_VERSION = "1"  # bump with hack/binlogdec/ changes: the build script caches by it
+_BYTES = {Family.STRING, Family.JSON, Family.BINARY}
+_TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}  # MariaDB JSON: longtext
+
+
+@dataclass(frozen=True)
+class NativeRange:
+    events: int
+    changes: dict[TableId, BackfillChanges]
+
+
+def decoder_path() -> Path | None:
+    """The built decoder, or None (not built, or turned off)."""
+    choice = os.environ.get(DECODER_ENV, "auto")
+    if choice == "python":
+        return None
+    if choice != "auto":
+        return Path(choice)
+    cache = Path(os.environ.get("SPARKCDC_CACHE_DIR") or Path.home() / ".cache" / "sparkcdc")
+    found = cache / "binlogdec" / DECODER_VERSION / "sparkcdc-binlogdec"
+    return found if os.access(found, os.X_OK) else None
+
+
+def _column_ok(column: Column) -> bool:
+    if column.family is Family.GEOMETRY:
+        return False
+    if column.family in (Family.STRING, Family.JSON):
+        return column.data_type.lower() in _TEXT_TYPES
+    return True
+
+
+def native_eligible(cfg: SourceConfig, schemas: Mapping[TableId, TableSchema]) -> bool:
+    """Whether the Go decoder reproduces the Python decoder exactly for these tables."""
+    return cfg.tls_mode.lower() == "disabled" and all(
+        _column_ok(c) for s in schemas.values() for c in s.columns
+    )
+
+
+def _converter(column: Column) -> Callable[[Any], Any]:
+    if column.family in _BYTES:
+        return lambda v: None if v is None else canonical_value(column, base64.b64decode(v))
+    return lambda v: None if v is None else canonical_value(column, v)
+
+
+def _table_changes(schema: TableSchema, answer: Mapping[str, Any]) -> BackfillChanges:
+    names = schema.column_names
+    convert = [_converter(c) for c in schema.columns]
+    by_name = {c.name: i for i, c in enumerate(schema.columns)}
+    key_convert = [convert[by_name[k]] for k in schema.row_key]
+    changes = BackfillChanges()
+    for values in answer["upserts"]:
+        row = {n: f(v) for n, f, v in zip(names, convert, values, strict=True)}
+        changes.upserts[tuple(row[k] for k in schema.row_key)] = row
+    for values in answer["deletes"]:
+        changes.deletes.add(tuple(f(v) for f, v in zip(key_convert, values, strict=True)))
+    return changes
+
+
+def decode_range(
+    binary: Path,
+    cfg: SourceConfig,
+    server_id: int,
+    schemas: Mapping[TableId, TableSchema],
+    start: BinlogOffset,
+    stop: BinlogOffset,
+    flavor: str = "mariadb",
+) -> NativeRange | None:
+    """The range ``(start, stop]`` reduced per table, or None when the decoder does not handle it."""
+    tables = []
+    for table, schema in schemas.items():
+        positions = {c.name: i for i, c in enumerate(schema.columns)}
+        key = [positions[k] for k in schema.row_key]
+        tables.append(
+            {"db": table.database, "table": table.table, "columns": len(schema.columns), "key": key}
+        )
+    request = {
+        "host": cfg.host,
+        "port": cfg.port,
+        "user": cfg.user,
+        "password": cfg.password,
+        "serverId": server_id,
+        "flavor": flavor,
+        "start": {"file": start.file, "pos": start.pos},
+        "stop": {"file": stop.file, "pos": stop.pos},
+        "tables": tables,
+    }
+    done = subprocess.run([str(binary)], input=json.dumps(request).encode(), capture_output=True, check=False)
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise SourceError(f"decoding the binlog range {start} → {stop} failed: {message}")
+    answer = json.loads(done.stdout)
+    if "unsupported" in answer:
+        return None
+    changes = {}
+    for part in answer["tables"] or ():
+        table = TableId(part["db"], part["table"])
+        changes[table] = _table_changes(schemas[table], part)
+    return NativeRange(int(answer["events"]), changes)
