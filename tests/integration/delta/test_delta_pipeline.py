@@ -4,11 +4,11 @@ SIGKILLs, exactly-once binlog commits, and time travel (DESIGN §3 rules 2–6).
 Two tables (an integer key and a case-insensitive string key) are written by a writer thread
 for the whole test: small transactions of inserts, updates and deletes, each followed by the
 binlog position it ended at, kept in a log. A chain of ``sparkcdc run`` processes on one
---state-dir is SIGKILLed (the whole process tree, like a pod kill) at five moments: two random
-ones during the snapshot, one right after a snapshot commit appeared in the Delta log (before
-the checkpoint can record it), one at a random time while streaming, and one right after a
-binlog MERGE commit appeared. Then the writer stops, the source adds a column with a default
-(followed through the binlog), and a last run catches up.
+--state-dir is SIGKILLed (the whole process tree, like a pod kill) at three moments: at a random
+time during the snapshot, right after a snapshot commit appeared in the Delta log (before the
+checkpoint can record it), and at a random delay of up to 0.3 s after a binlog MERGE commit
+appeared while streaming (before or after its checkpoint). Then the writer stops, the source
+adds a column with a default (followed through the binlog), and a last run catches up.
 
 Then: each Delta table equals its source table; the binlog commits of each table have strictly
 increasing offsets (no batch was applied twice, whatever was replayed); and time travel to
@@ -219,7 +219,7 @@ def test_delta_pipeline_kills_exactly_once_and_time_travel(
         tables=[f"{db}.orders", f"{db}.tags"],
         sink=delta_sink(lake),
         mode="initial",
-        chunk_size=200,
+        chunk_size=350,  # 4 + 2 splits: enough waves to kill between, few commits to wait for
         parallelism=2,
         binlog={"batchIntervalMs": 300},
     )
@@ -245,43 +245,38 @@ def test_delta_pipeline_kills_exactly_once_and_time_travel(
 
         return trigger
 
-    def new_commit(table: str, *, streaming: bool) -> Callable[[SparkcdcProcess], bool]:
-        marks: dict[str, int] = {}
+    def new_commit(table: str, *, streaming: bool, delay: float = 0.0) -> Callable[[SparkcdcProcess], bool]:
+        """``delay`` seconds after a new commit appeared in the table's Delta log."""
+        marks: dict[str, float] = {}
 
         def trigger(run: SparkcdcProcess) -> bool:
+            if "seen" in marks:
+                return time.monotonic() - marks["seen"] >= delay
             cp = chain.checkpoint()
             if streaming and (cp is None or cp.binlog_offset is None or not cp.snapshot_done):
                 return False
             count = _delta_commits(paths[table])
             marks.setdefault("start", count)
-            return count > marks["start"]
-
-        return trigger
-
-    def streaming_for(delay: float) -> Callable[[SparkcdcProcess], bool]:
-        marks: dict[str, Any] = {}
-
-        def trigger(run: SparkcdcProcess) -> bool:
-            cp = chain.checkpoint()
-            if cp is None or not cp.snapshot_done or cp.binlog_offset is None:
-                return False
-            first = marks.setdefault("offset", cp.binlog_offset)
-            if cp.binlog_offset == first:
-                return False
-            marks.setdefault("at", time.monotonic())
-            return time.monotonic() - marks["at"] >= delay
+            if count > marks["start"]:
+                marks["seen"] = time.monotonic()
+                return delay <= 0
+            return False
 
         return trigger
 
     try:
-        chain.kill_when("snapshot, random", after_plan(rng.uniform(0.2, 2.0)), streaming=False)
-        chain.kill_when("snapshot, random", after_plan(rng.uniform(0.5, 4.0)), streaming=False)
+        # Three kills, one per window that matters: mid-read (nothing written yet), between a
+        # wave's Delta commit and its checkpoint (the re-run must replace, not append), and
+        # around a MERGE commit while streaming (a random delay of up to 0.3 s lands before or
+        # after the checkpoint write: the replay must be skipped by txnVersion, or resume).
+        chain.kill_when("snapshot, random", after_plan(rng.uniform(0.2, 3.0)), streaming=False)
         chain.kill_when(
             "snapshot, right after a Delta commit", new_commit("orders", streaming=False), streaming=False
         )
-        chain.kill_when("streaming, random", streaming_for(rng.uniform(0.5, 3.0)), streaming=True)
         chain.kill_when(
-            "streaming, right after a MERGE commit", new_commit("orders", streaming=True), streaming=True
+            "streaming, around a MERGE commit",
+            new_commit("orders", streaming=True, delay=rng.uniform(0.0, 0.3)),
+            streaming=True,
         )
     finally:
         writer.stop.set()

@@ -247,3 +247,16 @@ def test_delta_session_settings() -> None:
     merged = merge_conf({"spark.sql.extensions": "a.B", "spark.x": "1"}, conf, {"spark.x": "2"})
     assert merged["spark.sql.extensions"] == "a.B,io.delta.sql.DeltaSparkSessionExtension"
     assert merged["spark.x"] == "2"
+
+
+def test_binlog_batches_tuned_for_merge_unless_the_spec_sets_them() -> None:
+    from sparkcdc.api.spec import BinlogSpec
+    from sparkcdc.sinks.delta.config import DELTA_BATCH_INTERVAL_MS, DELTA_BATCH_ROWS
+
+    config = DeltaSinkConfig("/lake")
+    tuned = config.tune_binlog(BinlogSpec())
+    assert (tuned.batch_rows, tuned.batch_interval_ms) == (DELTA_BATCH_ROWS, DELTA_BATCH_INTERVAL_MS)
+    explicit = config.tune_binlog(BinlogSpec.model_validate({"batchRows": 500, "batchIntervalMs": 300}))
+    assert (explicit.batch_rows, explicit.batch_interval_ms) == (500, 300)
+    one = config.tune_binlog(BinlogSpec.model_validate({"batchIntervalMs": 300}))
+    assert (one.batch_rows, one.batch_interval_ms) == (DELTA_BATCH_ROWS, 300)

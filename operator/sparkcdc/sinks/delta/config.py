@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sparkcdc.api.spec import BinlogSpec
 from sparkcdc.core.offsets import BinlogOffset, binlog_file_index
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
@@ -22,6 +23,10 @@ _META = "sparkcdc"
 _NEEDS_MAPPING = re.compile(r"[ ,;{}()\n\t=]")
 _FILE_BITS = 23
 _POS_BITS = 40
+# A MERGE costs seconds whatever its size (the target's file scan, the rewrite, the commit): the
+# sink asks for fewer, larger binlog batches than the defaults unless the spec sets them.
+DELTA_BATCH_ROWS = 50_000
+DELTA_BATCH_INTERVAL_MS = 10_000
 
 
 def txn_version(offset: BinlogOffset) -> int:
@@ -69,6 +74,16 @@ class DeltaSinkConfig:
 
     def describe(self) -> str:
         return f"delta at {self.path}"
+
+    def tune_binlog(self, spec: BinlogSpec) -> BinlogSpec:
+        """``spec`` with the batch size and interval the sink prefers where the spec left the
+        defaults (``spec.binlog.batchRows`` / ``batchIntervalMs`` set explicitly win)."""
+        update: dict[str, int] = {}
+        if "batch_rows" not in spec.model_fields_set:
+            update["batch_rows"] = max(spec.batch_rows, DELTA_BATCH_ROWS)
+        if "batch_interval_ms" not in spec.model_fields_set:
+            update["batch_interval_ms"] = max(spec.batch_interval_ms, DELTA_BATCH_INTERVAL_MS)
+        return spec.model_copy(update=update) if update else spec
 
     def table_path(self, table: TableId) -> str:
         return f"{self.path.rstrip('/')}/{table.database}/{table.table}"
