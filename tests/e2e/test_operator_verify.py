@@ -142,6 +142,19 @@ def test_verify_nonce_checks_finds_and_repairs_a_streaming_replica(
     assert done["chunksRepaired"] == 1 and done["chunks"][0]["state"] == "repaired" and done["repair"]
     assert replica_equals(mariadb, shop, "items")
 
+    # Another spec field changes (without replacing the driver): the answer still stands, and the
+    # operator carries the condition to the new generation, so it never reads as stale.
+    generation = pipelines.patch("ver", {"spec": {"restartPolicy": {"maxRestarts": 50}}})["metadata"][
+        "generation"
+    ]
+
+    def carried() -> Obj:
+        verified = condition(pipelines.status("ver"), "Verified")
+        return verified if verified.get("observedGeneration") == generation else {}
+
+    assert wait_until(carried, timeout=60, what="Verified at the new generation")["reason"] == "Repaired"
+    status = pipelines.status("ver")
+
     # None of it replaced the driver; each run ended with an Event; no secret anywhere.
     assert status["driver"]["pod"] == pod and not status["driver"].get("restarts")
     reasons = [e["reason"] for e in events(core, namespace, "ver")]

@@ -5,7 +5,8 @@
   document of a run that started, ended with a report, or failed;
 * :func:`verified_condition` — the kstatus-style condition a document stands for;
 * :func:`with_condition` — a ``conditions`` list with one condition set (transition times kept);
-* :func:`idle_condition` — what to say when no driver runs to answer a request.
+* :func:`idle_condition` — what to say when no driver runs to answer a request;
+* :func:`upkeep` — the operator's part: that, or an answer carried to the current generation.
 
 A request counts as answered only once ``status.verification`` holds its nonce *and* a
 ``finishedAt``: a driver that stops in the middle of a run leaves it unanswered, so the next
@@ -30,6 +31,7 @@ __all__ = [
     "pending_nonce",
     "report_document",
     "running_document",
+    "upkeep",
     "verified_condition",
     "with_condition",
 ]
@@ -187,3 +189,32 @@ def idle_condition(spec: CdcPipelineSpec, status: CdcPipelineStatus | None) -> C
         "`sparkcdc verify` on the manifest, or restart the pipeline (restartNonce)"
     )
     return "False", DRIVER_NOT_RUNNING, text
+
+
+def upkeep(
+    spec: CdcPipelineSpec,
+    status: CdcPipelineStatus | None,
+    conditions: Sequence[Mapping[str, Any]],
+    generation: int | None,
+    now: str,
+) -> list[Obj] | None:
+    """The ``conditions`` the operator writes after a reconcile, or None to leave them.
+
+    A pending request without a driver gets :func:`idle_condition`. An answered one is carried to
+    the current generation: it still answers the spec's ``verifyNonce``, and a condition whose
+    ``observedGeneration`` lags ``metadata.generation`` reads as "not acted on yet" to kstatus
+    and Argo CD. A pending request with a driver is the driver's to answer."""
+    current = next((c for c in conditions if c.get("type") == CONDITION), None)
+    state = idle_condition(spec, status)
+    if state is None:
+        if current is None or pending_nonce(spec, status) is not None:
+            return None
+        state = (str(current.get("status")), str(current.get("reason", "")), str(current.get("message", "")))
+    if current is not None and _same(current, state, generation):
+        return None
+    return with_condition(conditions, state, generation, now)
+
+
+def _same(condition: Mapping[str, Any], state: ConditionState, generation: int | None) -> bool:
+    said = (condition.get("status"), condition.get("reason"), condition.get("message"))
+    return said == state and condition.get("observedGeneration") == generation

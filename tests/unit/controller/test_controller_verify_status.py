@@ -19,6 +19,7 @@ from sparkcdc.controller.verify_status import (
     pending_nonce,
     report_document,
     running_document,
+    upkeep,
     verified_condition,
     with_condition,
 )
@@ -193,3 +194,22 @@ def test_applied_tracker_follows_the_saved_checkpoints(tmp_path: Path) -> None:
     assert checkpoint is not None and checkpoint.snapshot_done
     assert tracker.checkpoint() is checkpoint  # decoded once per saved document
     assert AppliedTracker(FileCheckpointStore(tmp_path, "shop")).load() is not None
+
+
+def test_operator_upkeep_carries_an_answer_to_the_current_generation() -> None:
+    answered = document(table(ORDERS))
+    spec = pipeline(verifyNonce="n1").spec
+    status = make_status(phase="Streaming", verification=answered)
+    said = with_condition([], verified_condition(answered), 3, "2024-05-01T12:00:00Z")
+    assert upkeep(spec, status, said, 3, "2024-05-01T13:00:00Z") is None  # up to date
+    carried = upkeep(spec, status, said, 4, "2024-05-01T13:00:00Z")  # another spec field changed
+    assert carried is not None and carried[0]["observedGeneration"] == 4
+    assert carried[0]["lastTransitionTime"] == "2024-05-01T12:00:00Z" and carried[0]["reason"] == "Matched"
+    # A new nonce with a running driver: the driver's to answer; nothing without a condition.
+    assert upkeep(pipeline(verifyNonce="n2").spec, status, said, 4, "2024-05-01T13:00:00Z") is None
+    assert upkeep(pipeline().spec, make_status(phase="Streaming"), [], 4, "2024-05-01T13:00:00Z") is None
+    # No driver to answer it: said once, then left alone.
+    idle = make_status(phase="Suspended", verification=answered)
+    told = upkeep(pipeline(verifyNonce="n2").spec, idle, said, 5, "2024-05-01T13:00:00Z")
+    assert told is not None and told[0]["reason"] == "DriverNotRunning" and told[0]["observedGeneration"] == 5
+    assert upkeep(pipeline(verifyNonce="n2").spec, idle, told, 5, "2024-05-01T13:01:00Z") is None
