@@ -181,3 +181,38 @@ def test_a_request_without_a_running_driver_says_why(
     assert (verified["status"], verified["reason"]) == ("Unknown", "DriverNotRunning"), verified
     assert "suspended" in verified["message"] and "'v1'" in verified["message"]
     assert "verification" not in pipelines.status("idle")  # unanswered: a resumed driver runs it
+
+
+def test_a_snapshot_only_driver_answers_before_it_exits(
+    real_operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str,  # noqa: F811
+    mariadb: MariaDBServer, shop: str, node_runner: NodeRunner,
+) -> None:  # fmt: skip
+    create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
+    pipelines = Pipelines(control_plane, namespace)
+    body = real_pipeline(
+        "once", mariadb, shop, ["items"], startup={"mode": "snapshot-only"}, verifyNonce="v1"
+    )
+    pipelines.create(body)
+    status = wait_answered(real_operator, pipelines, node_runner, "once", "v1")
+    verified = condition(status, "Verified")
+    assert (verified["status"], verified["reason"]) == ("True", "Matched"), verified
+    assert status["verification"]["rowsChecked"] == ROWS
+
+    def completed() -> Obj:
+        real_operator.assert_alive()
+        current = pipelines.status("once")
+        return current if current.get("phase") == "Completed" else {}
+
+    status = wait_until(completed, timeout=120, what="phase Completed")
+    assert condition(status, "Verified")["reason"] == "Matched"  # answered: nothing to say about it
+    # A request after the driver exited: nobody can answer it, and the condition says so.
+    pipelines.patch("once", {"spec": {"verifyNonce": "v2"}})
+
+    def told() -> Obj:
+        verified = condition(pipelines.status("once"), "Verified")
+        return verified if verified.get("reason") == "DriverNotRunning" else {}
+
+    verified = wait_until(told, timeout=60, what="Verified DriverNotRunning")
+    assert (
+        verified["status"] == "False" and "Completed" in verified["message"] and "'v2'" in verified["message"]
+    )

@@ -120,6 +120,7 @@ def _run() -> None:
         verifier.start()
         try:
             run_pipeline(PipelineDriver(runtime, tracker, spark, progress))
+            verifier.finish()  # only a snapshot-only pipeline gets here
         finally:
             verifier.stop()
             spark.stop()

@@ -11,7 +11,8 @@ The run's document goes into ``status.verification`` together with the ``Verifie
 through the fenced status store (a driver whose epoch was superseded cannot write it), and an
 Event says how it ended. A request that arrives during the snapshot waits for its end
 (``WaitingForSnapshot``). A driver stopped in the middle of a run leaves the request unanswered
-(no ``finishedAt``), so the next driver runs it again.
+(no ``finishedAt``), so the next driver runs it again; a snapshot-only driver answers a request
+pending when its snapshot ends before it exits (:meth:`DriverVerifier.finish`).
 """
 
 from __future__ import annotations
@@ -157,15 +158,29 @@ class DriverVerifier:
         done = (first.get("status") or {}).get("verification") or {}
         self._answered = done.get("nonce") if done.get("finishedAt") else None
         self._said: tuple[str, str] | None = None  # (nonce, reason) of the last waiting condition
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # no more polls
+        self._cancelled = threading.Event()  # the driver is going: drop a run midway
         self._thread = threading.Thread(target=self._loop, name="sparkcdc-verify", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    def finish(self) -> None:
+        """The pipeline ended by itself (snapshot-only): no driver runs after this one, so a
+        request pending now is answered before the driver exits."""
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.step()
+        except FencedError:
+            raise
+        except Exception:  # the request stays unanswered; the operator's condition says why
+            log.exception("answering verifyNonce before the driver exits failed")
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop polling and cancel a run's Spark jobs (the next driver runs it again)."""
         self._stop.set()
+        self._cancelled.set()
         if self._session is not None:
             try:
                 self._spark.sparkContext.cancelJobGroup(JOB_GROUP)
@@ -239,7 +254,7 @@ class DriverVerifier:
             )
             document = report_document(nonce, spec.repair, report, self._clock())
         except Exception as err:
-            if self._stop.is_set():
+            if self._cancelled.is_set():
                 return  # the driver is stopping: the request stays unanswered for the next one
             log.warning("verifyNonce %r failed", nonce, exc_info=not isinstance(err, USER_ERRORS))
             text = str(err) if isinstance(err, USER_ERRORS) else f"{type(err).__name__}: {err}"
