@@ -142,6 +142,12 @@ def test_verify_nonce_checks_finds_and_repairs_a_streaming_replica(
     assert done["chunksRepaired"] == 1 and done["chunks"][0]["state"] == "repaired" and done["repair"]
     assert replica_equals(mariadb, shop, "items")
 
+    # 4. A run that cannot run (no such table among the captured ones) fails and says why.
+    status = verify(real_operator, pipelines, node_runner, "ver", "v4", tables=["nodb.none"], repair=False)
+    verified = condition(status, "Verified")
+    assert (verified["status"], verified["reason"]) == ("False", "Failed"), verified
+    assert "nodb.none" in verified["message"] and "nodb.none" in status["verification"]["error"]
+
     # Another spec field changes (without replacing the driver): the answer still stands, and the
     # operator carries the condition to the new generation, so it never reads as stale.
     generation = pipelines.patch("ver", {"spec": {"restartPolicy": {"maxRestarts": 50}}})["metadata"][
@@ -152,13 +158,13 @@ def test_verify_nonce_checks_finds_and_repairs_a_streaming_replica(
         verified = condition(pipelines.status("ver"), "Verified")
         return verified if verified.get("observedGeneration") == generation else {}
 
-    assert wait_until(carried, timeout=60, what="Verified at the new generation")["reason"] == "Repaired"
+    assert wait_until(carried, timeout=60, what="Verified at the new generation")["reason"] == "Failed"
     status = pipelines.status("ver")
 
     # None of it replaced the driver; each run ended with an Event; no secret anywhere.
     assert status["driver"]["pod"] == pod and not status["driver"].get("restarts")
     reasons = [e["reason"] for e in events(core, namespace, "ver")]
-    assert {"Verified", "VerificationDiffers"} <= set(reasons), reasons
+    assert {"Verified", "VerificationDiffers", "VerificationFailed"} <= set(reasons), reasons
     text = json.dumps(pipelines.get("ver")) + json.dumps(events(core, namespace, "ver"))
     assert password not in text
 
