@@ -16,6 +16,7 @@ driver runs it again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timezone
 from typing import Any
 
 from sparkcdc.api.spec import CdcPipelineSpec
@@ -97,7 +98,7 @@ def report_document(nonce: str, repair: bool, report: PipelineReport, finished_a
 
 
 def _time(report: PipelineReport) -> str:
-    return report.started.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return report.started.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _chunk(table: str, diff: ChunkDiff, state: str) -> VerifiedChunk:
