@@ -247,6 +247,9 @@ def sparkcdc_apply(
     server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
     began = run.marks.get("started", 0.0)
     ended = run.marks.get("caught_up", run.seconds)
+    log = [f"{at - began:7.2f}s {line.strip()}" for at, line in run.lines if "catch-up" in line]
+    for line in log:
+        console.print(f"  {line}", markup=False, highlight=False)
     return {
         "seconds": round(ended - began, 3),
         "wall_seconds": round(run.seconds, 3),
@@ -254,6 +257,7 @@ def sparkcdc_apply(
             run.cpu_marks.get("caught_up", run.cpu) - run.cpu_marks.get("started", 0.0), 2
         ),
         "peak_rss_mib": mib(run.peak_rss),
+        **({"catchup_log": log} if log else {}),
     }
 
 

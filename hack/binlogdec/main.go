@@ -18,6 +18,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -27,6 +28,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -42,6 +44,8 @@ type tableSpec struct {
 	Table   string `json:"table"`
 	Columns int    `json:"columns"`
 	Key     []int  `json:"key"`
+	// Columns in a UTF-8 character set: their strings are sent as JSON strings, not base64.
+	Text []int `json:"text"`
 }
 
 type request struct {
@@ -56,11 +60,19 @@ type request struct {
 	Tables   []tableSpec `json:"tables"`
 }
 
+// row is one decoded image, kept until the end of the range only if it is its key's last image (it
+// is rendered to JSON then; most images of a busy backlog are superseded before that).
+type row struct {
+	values []interface{}
+	types  []byte
+}
+
 // reduced is one table's net effect: the last image of every key whose last change left a row, and
 // the keys whose last change removed it (disjoint, as core/merge.py's BackfillChanges).
 type reduced struct {
 	spec    tableSpec
-	upserts map[string][]json.RawMessage
+	text    []bool
+	upserts map[string]row
 	deletes map[string][]json.RawMessage
 }
 
@@ -91,34 +103,6 @@ func encodeValue(v interface{}, textual bool) (json.RawMessage, error) {
 	}
 }
 
-func (r *reduced) key(row []json.RawMessage) string {
-	parts := make([]string, len(r.spec.Key))
-	for i, k := range r.spec.Key {
-		parts[i] = string(row[k])
-	}
-	return strings.Join(parts, "\x1f")
-}
-
-func (r *reduced) keyValues(row []json.RawMessage) []json.RawMessage {
-	out := make([]json.RawMessage, len(r.spec.Key))
-	for i, k := range r.spec.Key {
-		out[i] = row[k]
-	}
-	return out
-}
-
-func (r *reduced) upsert(row []json.RawMessage) {
-	k := r.key(row)
-	r.upserts[k] = row
-	delete(r.deletes, k)
-}
-
-func (r *reduced) remove(row []json.RawMessage) {
-	k := r.key(row)
-	delete(r.upserts, k)
-	r.deletes[k] = r.keyValues(row)
-}
-
 func isText(columnType byte) bool {
 	switch columnType {
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING:
@@ -127,58 +111,117 @@ func isText(columnType byte) bool {
 	return false
 }
 
-func encodeRow(values []interface{}, skipped []int, types []byte) ([]json.RawMessage, error) {
-	if len(skipped) > 0 || len(values) != len(types) {
-		return nil, unsupported{"a partial row image (binlog_row_image is not FULL)"}
+func (r *reduced) encode(i int, v interface{}, columnType byte) (json.RawMessage, error) {
+	if bits, ok := v.(int64); ok && columnType == mysql.MYSQL_TYPE_BIT {
+		v = uint64(bits) // BIT(64) with its top bit set is not a negative number
 	}
-	row := make([]json.RawMessage, len(values))
-	for i, v := range values {
-		if bits, ok := v.(int64); ok && types[i] == mysql.MYSQL_TYPE_BIT {
-			v = uint64(bits) // BIT(64) with its top bit set is not a negative number
+	if r.text[i] {
+		if raw, ok := v.([]byte); ok {
+			v = string(raw)
 		}
-		enc, err := encodeValue(v, isText(types[i]))
+		if str, ok := v.(string); ok {
+			if !utf8.ValidString(str) {
+				return nil, unsupported{"a string that is not UTF-8 in a UTF-8 column"}
+			}
+			return json.Marshal(str)
+		}
+	}
+	return encodeValue(v, isText(columnType))
+}
+
+func (r *reduced) encodeRow(image row) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(image.values))
+	for i, v := range image.values {
+		enc, err := r.encode(i, v, image.types[i])
 		if err != nil {
 			return nil, err
 		}
-		row[i] = enc
+		out[i] = enc
 	}
-	return row, nil
+	return out, nil
+}
+
+func (r *reduced) keyValues(image row) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(r.spec.Key))
+	for i, k := range r.spec.Key {
+		enc, err := r.encode(k, image.values[k], image.types[k])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = enc
+	}
+	return out, nil
+}
+
+// key identifies a row by its key columns' rendering, which is equal exactly when the values are.
+func key(values []json.RawMessage) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = string(v)
+	}
+	return strings.Join(parts, "\x1f")
+}
+
+// retained copies what the decoder handed out as views of its packet buffer.
+func retained(values []interface{}) []interface{} {
+	out := make([]interface{}, len(values))
+	for i, v := range values {
+		switch x := v.(type) {
+		case []byte:
+			out[i] = bytes.Clone(x)
+		case string:
+			out[i] = strings.Clone(x)
+		default:
+			out[i] = v
+		}
+	}
+	return out
 }
 
 // apply reduces one rows event into its table, as core/merge.py's collapse does: an update that
 // changes the key is a delete of the old key and an insert of the new one.
 func (r *reduced) apply(ev *replication.RowsEvent) (int, error) {
-	rows := make([][]json.RawMessage, len(ev.Rows))
+	images := make([]row, len(ev.Rows))
+	keys := make([]string, len(ev.Rows))
+	keyValues := make([][]json.RawMessage, len(ev.Rows))
 	for i, values := range ev.Rows {
-		var skipped []int
-		if i < len(ev.SkippedColumns) {
-			skipped = ev.SkippedColumns[i]
+		if (i < len(ev.SkippedColumns) && len(ev.SkippedColumns[i]) > 0) || len(values) != r.spec.Columns {
+			return 0, unsupported{"a partial row image (binlog_row_image is not FULL)"}
 		}
-		row, err := encodeRow(values, skipped, ev.Table.ColumnType)
+		images[i] = row{values, ev.Table.ColumnType}
+		kv, err := r.keyValues(images[i])
 		if err != nil {
 			return 0, err
 		}
-		rows[i] = row
+		keys[i], keyValues[i] = key(kv), kv
+	}
+	upsert := func(i int) {
+		r.upserts[keys[i]] = row{retained(images[i].values), images[i].types}
+		delete(r.deletes, keys[i])
+	}
+	remove := func(i int) {
+		delete(r.upserts, keys[i])
+		r.deletes[keys[i]] = keyValues[i]
 	}
 	switch ev.Type() {
 	case replication.EnumRowsEventTypeInsert:
-		for _, row := range rows {
-			r.upsert(row)
+		for i := range images {
+			upsert(i)
 		}
-		return len(rows), nil
+		return len(images), nil
 	case replication.EnumRowsEventTypeDelete:
-		for _, row := range rows {
-			r.remove(row)
+		for i := range images {
+			remove(i)
 		}
-		return len(rows), nil
+		return len(images), nil
 	case replication.EnumRowsEventTypeUpdate:
-		for i := 0; i+1 < len(rows); i += 2 {
-			if r.key(rows[i]) != r.key(rows[i+1]) {
-				r.remove(rows[i])
+		for i := 0; i+1 < len(images); i += 2 {
+			if keys[i] != keys[i+1] {
+				remove(i)
 			}
-			r.upsert(rows[i+1])
+			upsert(i + 1)
 		}
-		return len(rows) / 2, nil
+		return len(images) / 2, nil
 	}
 	return 0, unsupported{fmt.Sprintf("rows event type %v", ev.Type())}
 }
@@ -203,7 +246,11 @@ func isBoundary(ev *replication.BinlogEvent) (bool, error) {
 func decode(req request) (map[string]*reduced, int, error) {
 	tables := map[string]*reduced{}
 	for _, t := range req.Tables {
-		tables[t.DB+"\x00"+t.Table] = &reduced{t, map[string][]json.RawMessage{}, map[string][]json.RawMessage{}}
+		text := make([]bool, t.Columns)
+		for _, i := range t.Text {
+			text[i] = true
+		}
+		tables[t.DB+"\x00"+t.Table] = &reduced{t, text, map[string]row{}, map[string][]json.RawMessage{}}
 	}
 	cfg := replication.BinlogSyncerConfig{
 		ServerID:                req.ServerID,
@@ -271,38 +318,52 @@ type tableOut struct {
 	Deletes [][]json.RawMessage `json:"deletes"`
 }
 
-func main() {
-	var req request
-	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
-		fmt.Fprintln(os.Stderr, "reading the request:", err)
-		os.Exit(1)
-	}
-	tables, events, err := decode(req)
+func fail(err error) {
 	out := json.NewEncoder(os.Stdout)
 	if u, ok := err.(unsupported); ok {
 		_ = out.Encode(map[string]string{"unsupported": u.why})
-		return
+		os.Exit(0)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+func render(tables map[string]*reduced, events int) (interface{}, error) {
 	answer := struct {
 		Events int        `json:"events"`
 		Tables []tableOut `json:"tables"`
 	}{Events: events}
 	for _, t := range tables {
 		o := tableOut{DB: t.spec.DB, Table: t.spec.Table, Upserts: [][]json.RawMessage{}, Deletes: [][]json.RawMessage{}}
-		for _, row := range t.upserts {
-			o.Upserts = append(o.Upserts, row)
+		for _, image := range t.upserts {
+			enc, err := t.encodeRow(image)
+			if err != nil {
+				return nil, err
+			}
+			o.Upserts = append(o.Upserts, enc)
 		}
 		for _, key := range t.deletes {
 			o.Deletes = append(o.Deletes, key)
 		}
 		answer.Tables = append(answer.Tables, o)
 	}
-	if err := out.Encode(answer); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	return answer, nil
+}
+
+func main() {
+	var req request
+	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+		fail(fmt.Errorf("reading the request: %w", err))
+	}
+	tables, events, err := decode(req)
+	if err != nil {
+		fail(err)
+	}
+	answer, err := render(tables, events)
+	if err != nil {
+		fail(err)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(answer); err != nil {
+		fail(err)
 	}
 }

@@ -19,8 +19,11 @@ the caller decodes the range in Python. ``SPARKCDC_BINLOG_DECODER=python`` turns
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import decimal
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,8 +42,12 @@ from sparkcdc.mysql.types import canonical_value
 __all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "native_eligible"]
 
 DECODER_ENV = "SPARKCDC_BINLOG_DECODER"  # "python" | "auto" (default) | a path to the binary
-DECODER_VERSION = "1"  # bump with hack/binlogdec/ changes: the build script caches by it
+DECODER_VERSION = "2"  # bump with hack/binlogdec/ changes: the build script caches by it
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
+_UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
+_EPOCH = dt.datetime(1970, 1, 1)
+_CONTEXT = decimal.Context(prec=200)
+_ZERO_DATE = re.compile(r"^(0000|\d{4}-00|\d{4}-\d{2}-00)")  # as types.py: NULL, like the other paths
 _TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}  # MariaDB JSON: longtext
 
 
@@ -77,8 +84,37 @@ def native_eligible(cfg: SourceConfig, schemas: Mapping[TableId, TableSchema]) -
     )
 
 
+def _timestamp(value: str | None) -> dt.datetime | None:
+    # The decoder renders TIMESTAMP in UTC; the zero TIMESTAMP is stored as epoch 0 (types.py).
+    if value is None or _ZERO_DATE.match(value):
+        return None
+    naive = dt.datetime.fromisoformat(value)
+    return None if naive == _EPOCH else naive.replace(tzinfo=dt.timezone.utc)
+
+
+def _is_utf8_text(column: Column) -> bool:
+    return column.family in (Family.STRING, Family.JSON) and (column.charset or "").lower() in _UTF8
+
+
 def _converter(column: Column) -> Callable[[Any], Any]:
-    if column.family in _BYTES:
+    """``canonical_value`` for the decoder's rendering of one column; the common families take a
+    shortcut to the value ``canonical_value`` would return (the type-table test holds them to it)."""
+    family = column.family
+    if _is_utf8_text(column):
+        return lambda v: v  # already the decoded text
+    if family is Family.INTEGER and not column.unsigned:
+        return lambda v: v
+    if family is Family.INTEGER and column.integer_bits < 64:
+        wrap = 1 << column.integer_bits
+        return lambda v: None if v is None else (v + wrap if v < 0 else v)
+    if family is Family.DATETIME:
+        return lambda v: None if v is None or _ZERO_DATE.match(v) else dt.datetime.fromisoformat(v)
+    if family is Family.TIMESTAMP:
+        return _timestamp
+    if family is Family.DECIMAL:
+        exponent = decimal.Decimal(1).scaleb(-int(column.scale or 0))
+        return lambda v: None if v is None else decimal.Decimal(v).quantize(exponent, context=_CONTEXT)
+    if family in _BYTES:
         return lambda v: None if v is None else canonical_value(column, base64.b64decode(v))
     return lambda v: None if v is None else canonical_value(column, v)
 
@@ -111,8 +147,10 @@ def decode_range(
     for table, schema in schemas.items():
         positions = {c.name: i for i, c in enumerate(schema.columns)}
         key = [positions[k] for k in schema.row_key]
+        text = [i for i, c in enumerate(schema.columns) if _is_utf8_text(c)]
+        columns = len(schema.columns)
         tables.append(
-            {"db": table.database, "table": table.table, "columns": len(schema.columns), "key": key}
+            {"db": table.database, "table": table.table, "columns": columns, "key": key, "text": text}
         )
     request = {
         "host": cfg.host,

@@ -19,13 +19,22 @@ every change, so they keep the single reader.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from sparkcdc.api.spec import CdcPipelineSpec
-from sparkcdc.core.catchup import CatchupRange, RangeReducer, absorb, backlog_bytes, cut_ranges, table_changes
+from sparkcdc.core.catchup import (
+    CatchupRange,
+    RangeReducer,
+    absorb,
+    backlog_bytes,
+    cut_ranges,
+    stretch_end,
+    table_changes,
+)
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
@@ -185,8 +194,10 @@ class CatchupRunner:
             boundaries = list_boundaries(conn, start, now)
         finally:
             conn.close()
-        # Two rounds at least, so that decoding the second overlaps applying the first.
-        share = backlog // (2 * len(self._settings.server_ids))
+        # Two rounds at least, so that decoding the second overlaps applying the first; sized by
+        # the stretch, which ends at the first DDL (the sink's own DDL, when it shares the server).
+        stretch = backlog_bytes(start, stretch_end(start, boundaries), files)
+        share = stretch // (2 * len(self._settings.server_ids))
         size = min(self._settings.max_range_bytes, max(_MIN_RANGE_BYTES, share))
         return cut_ranges(start, boundaries, files, size)
 
@@ -205,10 +216,17 @@ class CatchupRunner:
             pending: Future[list[RangeResult]] | None = pool.submit(self._decode, context, rounds[0])
             for i, windows in enumerate(rounds):
                 assert pending is not None
+                waited = time.monotonic()
                 results = pending.result()
                 more = i + 1 < len(rounds) and not should_stop()
                 pending = pool.submit(self._decode, context, rounds[i + 1]) if more else None
+                applying = time.monotonic()
                 checkpoint = self._apply(results, windows[-1].stop, checkpoint)
+                self._listener.message(
+                    f"catch-up round {i + 1}/{len(rounds)} committed at {windows[-1].stop}: "
+                    f"{sum(r.events for r in results):,} row events; waited {applying - waited:.1f}s "
+                    f"for its decoding, applied in {time.monotonic() - applying:.1f}s"
+                )
                 start = windows[-1].stop
                 if pending is None:
                     break
