@@ -185,16 +185,22 @@ def test_default_render_is_cluster_wide(control_plane: ControlPlane) -> None:
     assert security["capabilities"]["drop"] == ["ALL"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-    # Cluster-wide rules for the operator; the driver's account and Role in the release namespace.
+    # Cluster-wide rules for the operator; the shared driver account (no Role: each pipeline's
+    # drivers get their own account and Role from the operator) in the release namespace.
     (role,) = find(objects, "ClusterRole", "rel-sparkcdc")
     assert rules_grant(role["rules"], "", "pods", "create")
     assert rules_grant(role["rules"], "sparkcdc.io", "cdcpipelines/status", "patch")
     assert not rules_grant(role["rules"], "", "secrets", "get")  # the operator never reads secrets
+    for kind in ("roles", "rolebindings"):
+        assert rules_grant(role["rules"], "rbac.authorization.k8s.io", kind, "create")
+        assert not rules_grant(role["rules"], "rbac.authorization.k8s.io", kind, "escalate")
+        assert not rules_grant(role["rules"], "rbac.authorization.k8s.io", kind, "bind")
+    assert rules_grant(role["rules"], "", "persistentvolumeclaims", "create")  # what it grants drivers
     assert not find(objects, "Role", "rel-sparkcdc")
     assert find(objects, "ServiceAccount", "sparkcdc-driver", "ops")
-    (driver_role,) = find(objects, "Role", "sparkcdc-driver", "ops")
-    assert rules_grant(driver_role["rules"], "sparkcdc.io", "cdcpipelines/status", "patch")
-    assert not rules_grant(driver_role["rules"], "", "secrets", "get")
+    assert not find(objects, "Role", "sparkcdc-driver") and not find(
+        objects, "RoleBinding", "sparkcdc-driver"
+    )
     assert find(objects, "PodDisruptionBudget")
     assert not find(objects, "NetworkPolicy") and not find(objects, "ServiceMonitor")
 
@@ -216,8 +222,7 @@ def test_watch_namespaces_switches_to_namespaced_roles(control_plane: ControlPla
         (binding,) = find(objects, "RoleBinding", "rel-sparkcdc", ns)
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rel-sparkcdc", "namespace": "ops"}]
         assert find(objects, "ServiceAccount", "sparkcdc-driver", ns)
-        assert find(objects, "Role", "sparkcdc-driver", ns)
-        assert find(objects, "RoleBinding", "sparkcdc-driver", ns)
+        assert rules_grant(role["rules"], "rbac.authorization.k8s.io", "roles", "create")
     assert not find(objects, "ServiceAccount", "sparkcdc-driver", "ops")
 
 
@@ -268,7 +273,7 @@ def test_argocd_example_values_render(control_plane: ControlPlane, tmp_path: Pat
     values.write_text(json.dumps(app["spec"]["source"]["helm"]["valuesObject"]))
     helm(control_plane, "lint", "--strict", str(CHART), "-f", str(values))
     objects = render(control_plane, app["spec"]["destination"]["namespace"], "-f", str(values))
-    assert find(objects, "Role", "sparkcdc-driver", "shop")
+    assert find(objects, "ServiceAccount", "sparkcdc-driver", "shop")
 
 
 # -- bad values --------------------------------------------------------------------------------------
@@ -492,12 +497,20 @@ def test_operator_with_the_charts_rbac_reconciles_a_pipeline(
         checkpoint = pipelines.status("chart-rbac").get("checkpoint") or {}
         return checkpoint.get("epochs") == [1]
 
-    # The operator created the driver pod (as the chart's driver ServiceAccount) and its Service; the
-    # driver, with that account's token, read its pipeline and wrote the fenced checkpoint.
+    # The operator created the pipeline's own driver ServiceAccount, Role and RoleBinding (holding
+    # all it granted: the chart gives it no escalate or bind), the driver pod running as that
+    # account, and its Service; the driver, with the account's token, read its pipeline and wrote
+    # the fenced checkpoint.
     wait_until(checkpointed, timeout=90, what=f"the driver's checkpoint (operator log: {operator.log})")
     (pod,) = pods_of(core, namespace, "chart-rbac")
-    assert pod["spec"]["serviceAccountName"] == "sparkcdc-driver"
+    assert pod["spec"]["serviceAccountName"] == "chart-rbac-sparkcdc-driver"
     assert core.read_namespaced_service("chart-rbac-driver", namespace)
+    rbac: Any = client.RbacAuthorizationV1Api(control_plane.api_client())
+    role = rbac.read_namespaced_role("chart-rbac-sparkcdc-driver", namespace)
+    assert role.metadata.owner_references[0].name == "chart-rbac"
+    assert {tuple(r.resource_names or ()) for r in role.rules if r.api_groups == ["sparkcdc.io"]} == {
+        ("chart-rbac",)
+    }
 
     def snapshotting() -> Obj:
         status = pipelines.status("chart-rbac")

@@ -1,15 +1,16 @@
-"""RBAC: what the operator's and the driver's ServiceAccounts may do with the Roles the chart ships.
+"""RBAC: what the operator's and the drivers' ServiceAccounts may do.
 
 The chart's RBAC objects (``helm template``: ServiceAccounts, Roles, ClusterRoles and bindings) are
-applied to the real control plane and every cell of a permission matrix is asked of the API server
-with ``kubectl auth can-i --as system:serviceaccount:...``: the accounts can do what the operator
-and the driver need, and cannot read Secrets, change pipelines' specs, grant themselves more, or
-reach namespaces they are not given. (That the operator and the driver actually work with exactly
-these rules is shown by ``test_chart.py``.)
-
-The driver's Role is per namespace: a Role cannot name pipelines that do not exist yet, so a driver
-may patch the status of any pipeline in its own namespace; the epoch fence keeps a stale driver of
-its own pipeline out, not a hostile one of another pipeline in the same namespace.
+applied to the real control plane; then, for two pipelines, the objects the operator makes for each
+pipeline's drivers (``controller.builders``: a ServiceAccount, a Role naming the pipeline, a
+RoleBinding) are created *as the operator's ServiceAccount* — so the API server's escalation check
+proves the operator holds everything it grants. Every cell of a permission matrix is then asked of
+the API server with ``kubectl auth can-i --as system:serviceaccount:...``: the accounts can do what
+the operator and the driver need, and cannot read Secrets, change pipelines' specs, grant
+themselves more, reach namespaces they are not given — and one pipeline's driver cannot read or
+patch another pipeline's status. The per-pipeline objects go with their pipeline (garbage
+collection). (That the operator and the driver actually work with exactly these rules is shown by
+``test_chart.py``.)
 """
 
 from __future__ import annotations
@@ -22,9 +23,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 import pytest
 import yaml
+from operator_harness import Pipelines, manifest
 
+from sparkcdc.api.resource import CdcPipeline
+from sparkcdc.controller.builders import (
+    DEFAULT_SPARK_MASTER,
+    driver_account_name,
+    driver_role,
+    driver_role_binding,
+    driver_service_account,
+)
 from sparkcdc.testing.kube import ControlPlane, wait_until
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "sparkcdc"
@@ -46,11 +57,30 @@ def render_rbac(cp: ControlPlane, release: str, namespace: str, *values: str) ->
     return [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] in RBAC_KINDS]
 
 
+def driver_rbac_as_operator(cp: ControlPlane, operator: str, pipelines: Pipelines, name: str) -> None:
+    """Create pipeline ``name`` (as admin) and its drivers' account, Role and binding as the operator
+    does, with the operator's own credentials: refused if the Role granted more than it holds."""
+    obj = pipelines.create(manifest(name))
+    pipeline = CdcPipeline.from_k8s(obj)
+    template = {"metadata": {"annotations": {"example.com/role": "drivers"}}}
+    bodies = [
+        driver_service_account(pipeline, template),
+        driver_role(pipeline, DEFAULT_SPARK_MASTER),
+        driver_role_binding(pipeline),
+    ]
+    cp.kubectl("create", "--as", operator, "-f", "-", input="\n---\n".join(json.dumps(b) for b in bodies))
+
+
 @pytest.fixture
 def chart_rbac(
-    request: pytest.FixtureRequest, control_plane: ControlPlane, core: Any, namespace: str
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    core: Any,
+    namespace: str,
+    sparkcdc_crd: str,
 ) -> Iterator[dict[str, str]]:
-    """The chart's RBAC for ``request.param`` ("cluster" or "namespaced") applied; who is who."""
+    """The chart's RBAC for ``request.param`` ("cluster" or "namespaced") applied, and two pipelines
+    with their drivers' RBAC made by the operator; who is who."""
     release_ns, other = new_namespace(core, "sparkcdc-system"), new_namespace(core, "other")
     release = f"rbac{uuid.uuid4().hex[:6]}"
     scope = (
@@ -64,13 +94,19 @@ def chart_rbac(
         o["metadata"]["name"] for o in objects
         if o["kind"] == "ServiceAccount" and o["metadata"]["namespace"] == release_ns
     ]  # fmt: skip
+    operator = f"system:serviceaccount:{release_ns}:{operator_sa}"
+    # RBAC objects take effect a moment after they are stored.
+    wait_until(lambda: can_i(control_plane, operator, "create", "roles.rbac.authorization.k8s.io", namespace))
+    pipelines = Pipelines(control_plane, namespace)
+    for name in ("p1", "p2"):
+        driver_rbac_as_operator(control_plane, operator, pipelines, name)
     who = {
-        "operator": f"system:serviceaccount:{release_ns}:{operator_sa}",
-        "driver": f"system:serviceaccount:{namespace}:sparkcdc-driver",
+        "operator": operator,
+        "driver": f"system:serviceaccount:{namespace}:{driver_account_name('p1')}",
+        "shared": f"system:serviceaccount:{namespace}:sparkcdc-driver",
         "pipelines": namespace, "other": other,
     }  # fmt: skip
-    # RBAC objects take effect a moment after they are stored.
-    wait_until(lambda: can_i(control_plane, who["driver"], "get", PIPELINES, namespace), what="RBAC")
+    wait_until(lambda: can_i(control_plane, who["driver"], "get", f"{PIPELINES}@p1", namespace), what="RBAC")
     try:
         yield who
     finally:
@@ -83,8 +119,10 @@ def chart_rbac(
 
 
 def can_i(cp: ControlPlane, who: str, verb: str, resource: str, namespace: str) -> bool:
+    """``resource``: ``kind``, ``kind/subresource``, either with ``@name`` for one object."""
+    resource, _, name = resource.partition("@")
     kind, _, sub = resource.partition("/")
-    args = ["auth", "can-i", verb, kind, "--as", who]
+    args = ["auth", "can-i", verb, f"{kind}/{name}" if name else kind, "--as", who]
     args += ["--subresource", sub] if sub else []
     args += ["--all-namespaces"] if namespace == ALL else ["-n", namespace]
     res = cp.kubectl(*args, check=False)
@@ -106,6 +144,9 @@ def check(cp: ControlPlane, who: dict[str, str], matrix: list[Cell]) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+ROLES, BINDINGS = "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"
+
+
 def operator_cells(where: str, allowed: bool) -> list[Cell]:
     """What the operator needs, in ``where``."""
     needs = [
@@ -113,41 +154,51 @@ def operator_cells(where: str, allowed: bool) -> list[Cell]:
         ("patch", STATUS), ("update", "cdcpipelines.sparkcdc.io/finalizers"),
         ("create", "pods"), ("delete", "pods"), ("watch", "pods"), ("create", "services"),
         ("delete", "services"), ("create", "configmaps"), ("get", "configmaps"), ("create", "events"),
+        # Each pipeline's driver account, Role and binding (and the shared account, their template).
+        ("get", "serviceaccounts"), ("create", "serviceaccounts"), ("patch", "serviceaccounts"),
+        ("create", ROLES), ("patch", ROLES), ("create", BINDINGS), ("patch", BINDINGS),
     ]  # fmt: skip
     return [("operator", verb, resource, where, allowed) for verb, resource in needs]
 
 
-# What neither account may do anywhere: read credentials, change what users declared, escalate.
+# What no account may do anywhere: read credentials, change what users declared, escalate.
 FORBIDDEN = [
     ("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("create", PIPELINES),
     ("delete", PIPELINES), ("update", PIPELINES), ("create", "pods/exec"),
-    ("create", "serviceaccounts/token"),
-    ("create", "roles.rbac.authorization.k8s.io"), ("create", "rolebindings.rbac.authorization.k8s.io"),
-    ("escalate", "roles.rbac.authorization.k8s.io"), ("bind", "clusterroles.rbac.authorization.k8s.io"),
+    ("create", "serviceaccounts/token"), ("escalate", ROLES), ("bind", ROLES),
+    ("bind", "clusterroles.rbac.authorization.k8s.io"), ("create", "clusterroles.rbac.authorization.k8s.io"),
     ("create", "deployments.apps"), ("delete", "customresourcedefinitions.apiextensions.k8s.io"),
     ("impersonate", "serviceaccounts"),
 ]  # fmt: skip
+# The operator makes each pipeline's Role and binding; no driver may make any.
+DRIVER_FORBIDDEN = [*FORBIDDEN, ("create", ROLES), ("create", BINDINGS), ("create", "serviceaccounts")]
 
 
 def forbidden(account: str, where: str) -> list[Cell]:
-    return [(account, verb, resource, where, False) for verb, resource in FORBIDDEN]
+    rules = DRIVER_FORBIDDEN if account != "operator" else FORBIDDEN
+    return [(account, verb, resource, where, False) for verb, resource in rules]
 
 
 def driver_cells() -> list[Cell]:
+    """The driver of pipeline p1: its own pipeline only, not p2 next to it."""
     needs = [
-        ("get", PIPELINES), ("get", STATUS), ("patch", STATUS), ("create", "configmaps"),
-        ("delete", "configmaps"), ("create", "pods"), ("delete", "pods"), ("create", "services"),
-        ("create", "events"),
+        ("get", f"{PIPELINES}@p1"), ("get", f"{STATUS}@p1"), ("patch", f"{STATUS}@p1"),
+        ("create", "configmaps"), ("delete", "configmaps"), ("create", "pods"), ("delete", "pods"),
+        ("create", "services"), ("create", "events"),
     ]  # fmt: skip
     cannot = [
-        ("list", PIPELINES), ("patch", PIPELINES), ("update", "cdcpipelines.sparkcdc.io/finalizers"),
-        ("patch", "events"),
+        ("patch", f"{STATUS}@p2"), ("get", f"{STATUS}@p2"), ("get", f"{PIPELINES}@p2"),
+        ("patch", STATUS), ("get", PIPELINES), ("list", PIPELINES), ("patch", f"{PIPELINES}@p1"),
+        ("update", "cdcpipelines.sparkcdc.io/finalizers@p1"), ("patch", "events"),
+        ("patch", f"{ROLES}@{driver_account_name('p1')}"),
     ]  # fmt: skip
     cells: list[Cell] = [("driver", v, r, "pipelines", True) for v, r in needs]
     cells += [("driver", v, r, "pipelines", False) for v, r in cannot]
     # Nothing at all outside its namespace: not even its own kind of pipeline there.
     cells += [("driver", v, r, "other", False) for v, r in needs]
     cells += [("driver", "list", PIPELINES, ALL, False)]
+    # The namespace's shared driver account is only a template: it may do nothing.
+    cells += [("shared", v, r, "pipelines", False) for v, r in needs]
     return cells + forbidden("driver", "pipelines") + forbidden("driver", "other")
 
 
@@ -169,3 +220,25 @@ def test_watch_namespaces_confines_the_operator(
     matrix += [("operator", "list", PIPELINES, ALL, False), ("operator", "list", "pods", ALL, False)]
     matrix += forbidden("operator", "pipelines") + forbidden("operator", "other")
     check(control_plane, chart_rbac, matrix + driver_cells())
+
+
+@pytest.mark.parametrize("chart_rbac", ["namespaced"], indirect=True)
+def test_a_pipelines_driver_rbac_goes_with_it(
+    chart_rbac: dict[str, str], control_plane: ControlPlane, core: Any
+) -> None:
+    namespace, name = chart_rbac["pipelines"], driver_account_name("p2")
+    rbac = kubernetes.client.RbacAuthorizationV1Api(control_plane.api_client())
+    assert core.read_namespaced_service_account(name, namespace).metadata.annotations == {
+        "example.com/role": "drivers"
+    }
+    Pipelines(control_plane, namespace).api.delete_namespaced_custom_object(
+        "sparkcdc.io", "v1alpha1", namespace, "cdcpipelines", "p2"
+    )
+
+    def gone() -> bool:
+        names = {a.metadata.name for a in core.list_namespaced_service_account(namespace).items}
+        names |= {r.metadata.name for r in rbac.list_namespaced_role(namespace).items}
+        names |= {b.metadata.name for b in rbac.list_namespaced_role_binding(namespace).items}
+        return name not in names and driver_account_name("p1") in names
+
+    wait_until(gone, timeout=60, what="p2's driver account, Role and binding collected")
