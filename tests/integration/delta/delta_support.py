@@ -25,6 +25,19 @@ from sparkcdc.sinks.spark_types import to_spark_arrow
 HERE = Path(__file__).resolve().parent
 
 
+@dataclass(frozen=True)
+class ChecksRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def passed(self) -> list[str]:
+        return [line for line in self.stdout.splitlines() if line.startswith(("ok ", "failed "))]
+
+    def describe(self) -> str:
+        return f"passed: {self.passed()}\n{self.stdout[-3000:]}\n{self.stderr[-8000:]}"
+
+
 def delta_sink(path: Path, **options: Any) -> dict[str, Any]:
     return {"type": "delta", "path": str(path), **options}
 

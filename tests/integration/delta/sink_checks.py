@@ -1,7 +1,10 @@
-"""Direct checks of the Delta sink in one Delta-enabled Spark (a subprocess of
-test_delta_sink.py, which created the source tables): ``python sink_checks.py REQUEST.json``.
+"""Direct checks of the Delta sink, then ``sparkcdc verify`` of a Delta replica, in one
+Delta-enabled Spark: ``python sink_checks.py REQUEST.json`` (a subprocess started once by the
+``delta_checks`` fixture in conftest.py, which created the source tables).
 
-Each check prints ``ok <name>``; the first failing assertion ends the run with a traceback.
+Each check prints ``ok <name>``. The two groups are independent: the first failing assertion of
+a group ends that group (its traceback on stderr, ``failed <group>`` on stdout) and the other
+group still runs.
 """
 
 from __future__ import annotations
@@ -32,13 +35,11 @@ from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
 
 
 class Checks:
-    def __init__(self, request: dict[str, Any]) -> None:
+    def __init__(self, request: dict[str, Any], spark: Any) -> None:
         self.source = SourceConfig(**request["source"])
         self.db = request["db"]
         self.lake = Path(request["lake"])
-        from sparkcdc.spark.session import create_session, delta_conf
-
-        self.spark = create_session("sparkcdc-delta-checks", "local[2]", delta_conf(snapshot_partitions=2))
+        self.spark = spark
 
     def schema(self, table: str) -> TableSchema:
         return source_schema(self.source, self.db, table)
@@ -264,18 +265,37 @@ class Checks:
         print("ok options", flush=True)
 
 
+def _sink_checks(request: dict[str, Any], spark: Any) -> None:
+    checks = Checks(request, spark)
+    checks.types_round_trip()
+    checks.replay_is_idempotent()
+    checks.string_key_ranges()
+    checks.tail_resplit()
+    checks.schema_evolution()
+    checks.options()
+
+
 def main() -> None:
+    import traceback
+
+    from verify_checks import verify_checks
+
+    from sparkcdc.spark.session import create_session, delta_conf
+
     request = json.loads(Path(sys.argv[1]).read_text())
-    checks = Checks(request)
+    spark = create_session("sparkcdc-delta-checks", "local[2,2]", delta_conf(snapshot_partitions=2))
+    failed = []
     try:
-        checks.types_round_trip()
-        checks.replay_is_idempotent()
-        checks.string_key_ranges()
-        checks.tail_resplit()
-        checks.schema_evolution()
-        checks.options()
+        for name, group in (("sink", _sink_checks), ("verify", verify_checks)):
+            try:
+                group(request[name], spark)
+            except Exception:
+                traceback.print_exc()
+                print(f"failed {name}", flush=True)
+                failed.append(name)
     finally:
-        checks.spark.stop()
+        spark.stop()
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

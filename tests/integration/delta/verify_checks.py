@@ -1,18 +1,15 @@
-"""``sparkcdc verify`` of a Delta replica, in one Delta-enabled Spark (a subprocess of
-test_delta_verify.py, which created the source table and the manifest):
-``python verify_checks.py REQUEST.json``.
+"""``sparkcdc verify`` of a Delta replica (run by sink_checks.py in its Delta-enabled Spark;
+the ``delta_checks`` fixture created the source table and the manifest).
 
 The pipeline snapshots the table into Delta in process; then the replica verifies clean; a row
 deleted, a row inserted and one column of a row altered directly in the Delta table are each
 found in the chunk holding it; ``--repair`` re-snapshots those chunks and the replica verifies
-clean again. Each check prints ``ok <name>``; the first failing assertion ends the run.
+clean again. Each check prints ``ok <name>``; the first failing assertion ends the group.
 """
 
 from __future__ import annotations
 
 import io
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,45 +61,34 @@ def _edit_delta(spark: Any, path: str) -> None:
     copy.write.format("delta").mode("append").save(path)
 
 
-def main() -> None:
-    request = json.loads(Path(sys.argv[1]).read_text())
+def verify_checks(request: dict[str, Any], spark: Any) -> None:
     manifest, state, path = Path(request["manifest"]), Path(request["state"]), request["table_path"]
-    from sparkcdc.spark.session import create_session, delta_conf
+    (runtime,) = runtimes_of(load_manifests([str(manifest)]))
+    store = FileCheckpointStore(state, runtime.name)
+    PipelineDriver(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
 
-    spark = create_session("sparkcdc-delta-verify", "local[2,2]", delta_conf(snapshot_partitions=2))
-    try:
-        (runtime,) = runtimes_of(load_manifests([str(manifest)]))
-        store = FileCheckpointStore(state, runtime.name)
-        PipelineDriver(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
+    code, table = _verify(spark, manifest, state)
+    assert code == 0 and table.ok, table
+    assert table.chunks >= 6 and table.source_rows == table.sink_rows == request["rows"], table
+    assert table.rechecked == 0, table
+    print("ok clean", flush=True)
 
-        code, table = _verify(spark, manifest, state)
-        assert code == 0 and table.ok, table
-        assert table.chunks >= 6 and table.source_rows == table.sink_rows == request["rows"], table
-        assert table.rechecked == 0, table
-        print("ok clean", flush=True)
+    _edit_delta(spark, path)
+    code, table = _verify(spark, manifest, state)
+    assert code == 1 and len(table.differing) == 3, table
+    deleted, inserted, altered = (_holding(table.differing, k) for k in (450, 1455, 2500))
+    assert deleted.sink.rows == deleted.source.rows - 1 and deleted.sample_keys == ("450",), deleted
+    assert inserted.sink.rows == inserted.source.rows + 1 and inserted.sample_keys == ("1455",), inserted
+    assert altered.sink.rows == altered.source.rows and altered.sample_keys == ("2500",), altered
+    assert all(d.status == "differ" and d.differing_rows == 1 for d in table.differing), table
+    print("ok differences", flush=True)
 
-        _edit_delta(spark, path)
-        code, table = _verify(spark, manifest, state)
-        assert code == 1 and len(table.differing) == 3, table
-        deleted, inserted, altered = (_holding(table.differing, k) for k in (450, 1455, 2500))
-        assert deleted.sink.rows == deleted.source.rows - 1 and deleted.sample_keys == ("450",), deleted
-        assert inserted.sink.rows == inserted.source.rows + 1 and inserted.sample_keys == ("1455",), inserted
-        assert altered.sink.rows == altered.source.rows and altered.sample_keys == ("2500",), altered
-        assert all(d.status == "differ" and d.differing_rows == 1 for d in table.differing), table
-        print("ok differences", flush=True)
+    code, table = _verify(spark, manifest, state, repair=True)
+    assert code == 0 and table.ok, table
+    repaired = sorted(d.split.index for d in table.repaired)
+    assert repaired == sorted(d.split.index for d in (deleted, inserted, altered)), repaired
+    print("ok repair", flush=True)
 
-        code, table = _verify(spark, manifest, state, repair=True)
-        assert code == 0 and table.ok, table
-        repaired = sorted(d.split.index for d in table.repaired)
-        assert repaired == sorted(d.split.index for d in (deleted, inserted, altered)), repaired
-        print("ok repair", flush=True)
-
-        code, table = _verify(spark, manifest, state)
-        assert code == 0 and table.ok and table.rechecked == 0, table
-        print("ok clean_after_repair", flush=True)
-    finally:
-        spark.stop()
-
-
-if __name__ == "__main__":
-    main()
+    code, table = _verify(spark, manifest, state)
+    assert code == 0 and table.ok and table.rechecked == 0, table
+    print("ok clean_after_repair", flush=True)
