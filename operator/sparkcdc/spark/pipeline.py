@@ -6,6 +6,7 @@ and records their high watermarks in the checkpoint only after the sink committe
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -104,6 +105,7 @@ class PipelineDriver:
         self._spark = spark
         self._listener = listener
         self._snapshot = runtime.pipeline.spec.snapshot
+        self._waves_started = threading.Event()
 
     def load_checkpoint(self) -> Checkpoint | None:
         document = self._store.load()
@@ -292,10 +294,11 @@ class PipelineDriver:
             conn.close()
 
     def _warm_up_spark(self) -> None:
-        """Start Spark and its Python workers while the splits are planned and the sink prepared
-        (seconds of JVM and worker start-up that the first wave would otherwise wait for)."""
+        """Start Spark (and its Python workers, if there is time) while the splits are planned
+        and the sink prepared: seconds of JVM start-up the first wave would otherwise wait for."""
         sink_module = type(self._runtime.sink).__module__
-        warm_up(self._spark, self._snapshot.parallelism, ["sparkcdc.spark.snapshot", sink_module])
+        modules = ["sparkcdc.spark.snapshot", sink_module]
+        warm_up(self._spark, self._snapshot.parallelism, modules, lambda: not self._waves_started.is_set())
 
     def _plan_missing(
         self, conn: Any, assigner: SnapshotSplitAssigner, schemas: Mapping[TableId, TableSchema]
@@ -344,6 +347,7 @@ class PipelineDriver:
                 wave = assigner.next_wave(wave_size)
             if not wave:
                 return checkpoint
+            self._waves_started.set()
             summaries = run_wave(
                 self._spark, context, plan_tasks(wave, task_ids, self._snapshot.splits_per_task)
             )
