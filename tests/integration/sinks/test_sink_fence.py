@@ -8,6 +8,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +26,7 @@ from sparkcdc.sinks.base import start_fenced
 from sparkcdc.sinks.dialects import dialect_for
 from sparkcdc.sinks.fence import FENCE_TABLE, SinkFencedError, claim_fence, fenced_message
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
+from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.testing.kube import wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer
@@ -225,3 +227,23 @@ def test_a_transaction_started_during_the_claim_is_refused(target: Target) -> No
 def _insert(target: Target) -> str:
     quote = dialect_for(target.config.scheme).quote
     return f"INSERT INTO {quote('items')} (id, v) VALUES (%s, %s)"
+
+
+def test_two_local_runs_on_one_state_directory_fence_each_other(target: Target, tmp_path: Path) -> None:
+    """``sparkcdc run`` takes each run's epoch from the state directory (``FileCheckpointStore``)."""
+    store = FileCheckpointStore(tmp_path, "items")
+    first = start_fenced(target.config, store.next_fence(PIPELINE))
+    assert isinstance(first, JdbcSinkConfig)
+    earlier = first.open()
+    earlier.prepare([SCHEMA])
+    earlier.write_split(SCHEMA, whole(SCHEMA), rows((1, "first run")), HW)
+    second = start_fenced(target.config, FileCheckpointStore(tmp_path, "items").next_fence(PIPELINE))
+    assert isinstance(second, JdbcSinkConfig) and second.fence is not None
+    assert second.fence.epoch == 2
+    with pytest.raises(SinkFencedError, match="now driven by epoch 2; this driver \\(epoch 1\\)"):
+        earlier.apply_changes(SCHEMA, upsert(1, "first run again"))
+    later = second.open()
+    later.apply_changes(SCHEMA, upsert(1, "second run"))
+    assert target.rows() == [(1, "second run")]
+    for sink in (earlier, later):
+        sink.close()
