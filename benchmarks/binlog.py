@@ -186,9 +186,12 @@ def replication_loop(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tu
     began = time.perf_counter()
     try:
         for event in stream:
+            position = BinlogOffset(str(stream.log_file), int(stream.log_pos))
+            if position > stop:  # the benchmark's own later writes (replicas on this server)
+                break
             for _row in event.rows:  # decodes every image of the event
                 rows += 1
-            if BinlogOffset(str(stream.log_file), int(stream.log_pos)) >= stop:
+            if position >= stop:
                 break
     finally:
         stream.close()
