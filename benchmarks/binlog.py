@@ -10,6 +10,9 @@ initially empty 7-column table ``bench.changes``: rounds of 10,000 inserts, 6,00
                                   files, output discarded (the C baseline every ratio refers to);
 * ``python-mysql-replication``    the bare decode loop: ``BinLogStreamReader`` over the range,
                                   touching every row's values;
+* ``sparkcdc-binlogdec``          the Go decoder of parallel catch-up (hack/binlogdec/) over the
+                                  whole range in one process: decode, reduce to the last image per
+                                  key, canonical rows in Python (``binlog_native.decode_range``);
 * ``sparkcdc reader``             sparkcdc's own reader (``read_changes``: decode plus canonical
                                   values), no sink;
 * ``sparkcdc → jdbc, single reader``  ``sparkcdc run`` with ``startup.mode: specific-offset`` at
@@ -21,7 +24,7 @@ initially empty 7-column table ``bench.changes``: rounds of 10,000 inserts, 6,00
                                   (2) Spark tasks, reduced, applied (spark/catchup.py); timed the
                                   same way, so it includes starting Spark.
 
-``--only NAME,...`` runs a subset (``mariadb-binlog``, ``bare``, ``reader``, ``single``,
+``--only NAME,...`` runs a subset (``mariadb-binlog``, ``bare``, ``go``, ``reader``, ``single``,
 ``parallel``) while iterating; the results file is written by full runs only.
 
 Results go to ``benchmarks/results/binlog.json``.
@@ -36,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,7 @@ from rich.table import Table
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_native import decode_range, decoder_path
 from sparkcdc.mysql.binlog_reader import read_changes
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
@@ -210,6 +215,24 @@ def sparkcdc_reader(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tup
     return time.perf_counter() - began, count
 
 
+def go_decoder(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tuple[float, int]:
+    """The Go decoder of parallel catch-up over the whole range in one process: decoded, reduced
+    to the last image per key and converted to canonical rows (``binlog_native.decode_range``)."""
+    binary = decoder_path()
+    if binary is None:
+        raise SystemExit("the Go decoder is not built: bash hack/binlogdec.sh")
+    cfg = replace(source_config(server), tls_mode="disabled")
+    conn = connect(cfg)
+    try:
+        schema = load_table_schema(conn, TableId(DATABASE, TABLE))
+    finally:
+        conn.close()
+    began = time.perf_counter()
+    found = decode_range(binary, cfg, 4_100_003, {schema.table: schema}, start, stop)
+    assert found is not None, "the Go decoder declined the backlog"
+    return time.perf_counter() - began, found.events
+
+
 def sparkcdc_apply(
     server: Any, work: Path, start: BinlogOffset, stop: BinlogOffset, *, parallel: bool
 ) -> dict[str, Any]:
@@ -264,10 +287,11 @@ def sparkcdc_apply(
     }
 
 
-STAGES = ("mariadb-binlog", "bare", "reader", "single", "parallel")
+STAGES = ("mariadb-binlog", "bare", "go", "reader", "single", "parallel")
 LABELS = {
     "mariadb-binlog": "mariadb-binlog (decode-rows -v)",
     "bare": "python-mysql-replication (bare loop)",
+    "go": "sparkcdc-binlogdec (Go), one process, decode + reduce, no sink",
     "reader": "sparkcdc reader (no sink)",
     "single": "sparkcdc → jdbc, single reader",
     "parallel": "sparkcdc → jdbc, parallel catch-up",
@@ -279,7 +303,12 @@ def measure(
 ) -> dict[str, Any]:
     if stage in ("single", "parallel"):
         return sparkcdc_apply(server, work, start, stop, parallel=stage == "parallel")
-    decode = {"mariadb-binlog": mariadb_binlog, "bare": replication_loop, "reader": sparkcdc_reader}[stage]
+    decode = {
+        "mariadb-binlog": mariadb_binlog,
+        "bare": replication_loop,
+        "go": go_decoder,
+        "reader": sparkcdc_reader,
+    }[stage]
     seconds, rows = decode(server, start, stop)
     assert rows == changes, f"{stage} decoded {rows} row events, not {changes}"
     return {"seconds": round(seconds, 3)}
