@@ -30,6 +30,8 @@ _BASE_CONF = {
     "spark.python.worker.reuse": "true",
     # A split must not be read twice at once: both attempts would write the same range.
     "spark.speculation": "false",
+    # Workers that import PySpark without its zips: ~0.1 s of CPU less per task (pydaemon.py).
+    "spark.python.daemon.module": "sparkcdc.spark.pydaemon",
 }
 
 
