@@ -281,6 +281,9 @@ func decode(req request) (map[string]*reduced, int, error) {
 		case *replication.RotateEvent:
 			file = string(e.NextLogName)
 			continue
+		case *replication.TransactionPayloadEvent:
+			// MySQL's binlog_transaction_compression: rows inside a compressed payload.
+			return nil, 0, unsupported{"a compressed transaction payload"}
 		case *replication.RowsEvent:
 			if t := tables[string(e.Table.Schema)+"\x00"+string(e.Table.Table)]; t != nil {
 				if int(e.ColumnCount) != t.spec.Columns {
