@@ -88,23 +88,34 @@ _LEDGERS: dict[str, Ledger] = {}
 _LOCK = threading.Lock()
 
 
+# Commits read in one go: a wave's ledger is usually a commit or two behind (its own last write,
+# a MERGE in between), so one history job brings it up to date.
+_RECENT = 16
+
+
 def table_ledger(spark: Any, path: str) -> Ledger:
-    """The ledger of the table at ``path``, brought up to its latest version."""
+    """The ledger of the table at ``path``, brought up to its latest version (usually with one
+    Spark job over the recent history; the whole history only when more is new)."""
     from delta.tables import DeltaTable
 
     table = DeltaTable.forPath(spark, path)
-    latest = int(table.history(1).select("version").collect()[0][0])
+    rows = _history(table, _RECENT)
+    latest = max(r[0] for r in rows)
     with _LOCK:
         ledger = _LEDGERS.get(path)
         if ledger is None or ledger.version > latest:
             ledger = Ledger()
-    if latest > ledger.version:
-        history = table.history() if ledger.version < 0 else table.history(latest - ledger.version)
-        rows = [
-            (int(r[0]), str(r[1]), r[2])
-            for r in history.select("version", "operation", "userMetadata").collect()
-        ]
-        ledger.add(rows)
+    if latest > ledger.version and min(r[0] for r in rows) > ledger.version + 1:
+        rows = _history(table, None if ledger.version < 0 else latest - ledger.version)
+    ledger.add(rows)
     with _LOCK:
         _LEDGERS[path] = ledger
     return ledger
+
+
+def _history(table: Any, limit: int | None) -> list[tuple[int, str, str | None]]:
+    """(version, operation, userMetadata) of the latest ``limit`` commits (all when None)."""
+    history = table.history() if limit is None else table.history(limit)
+    return [
+        (int(r[0]), str(r[1]), r[2]) for r in history.select("version", "operation", "userMetadata").collect()
+    ]
