@@ -8,7 +8,9 @@ catch up in parallel (threshold 1 byte), with the Go decoder and with python-mys
 row. A second pipeline is killed (SIGKILL) after catch-up committed its first round
 and again while its Spark tasks decode, and must converge on restart. A third takes an
 ``initial`` snapshot while a writer runs, so catch-up starts at the minimum high watermark
-and its tasks must apply the per-split filter of the handoff exactly.
+and its tasks must apply the per-split filter of the handoff exactly. A fourth backlog holds an
+ADD COLUMN: catch-up ends before it, the live reader follows the schema change, and the replica
+equals the single reader's.
 """
 
 from __future__ import annotations
@@ -176,3 +178,31 @@ def test_catchup_after_snapshot_applies_the_handoff_filter(case: Case) -> None:
     assert "parallel catch-up" in result.stderr + result.stdout, result.describe()
     case.run_ok(case.manifest("handoff.yaml", pipeline))  # catch up with the writer's last rounds
     _assert_replicas(case, "handoff")
+
+
+def test_catchup_stops_before_ddl_and_the_live_reader_takes_it(case: Case) -> None:
+    start = build_backlog(case, rounds=3, per=1500)
+    db = case.db
+    case.execute(f"ALTER TABLE `{db}`.a ADD COLUMN extra INT DEFAULT 7")
+    seq = f"`{db}`.seq_5001_to_5600"
+    case.execute(f"INSERT INTO `{db}`.a (id, v, n, extra) SELECT seq, 'after', 1, seq FROM {seq}")
+    case.execute(f"UPDATE `{db}`.a SET extra = 8, id = id + 500000 WHERE id BETWEEN 5001 AND 5100")
+    case.execute(f"DELETE FROM `{db}`.a WHERE id BETWEEN 5200 AND 5300")
+    case.execute(f"UPDATE `{db}`.b SET k2 = CONCAT(k2, 'z') WHERE k1 = 11")
+    case.execute(f"DELETE FROM `{db}`.c WHERE id % 10 = 1")
+    single = case.run_ok(_manifest(case, "single-ddl", start, SINGLE))
+    parallel = case.run_ok(_manifest(case, "parallel-ddl", start, PARALLEL))
+    output = parallel.stderr + parallel.stdout
+    # The stretch ends before the DDL; the live reader follows it (the target was created with the
+    # column already, from the definition at start, so there is nothing to alter).
+    assert "parallel catch-up" in output and "followed (added ['extra']" in output, parallel.describe()
+    assert "followed (added ['extra']" in single.stderr + single.stdout, single.describe()
+    for table in TABLES:
+        expected = sorted(case.rows(case.sink_db("single_ddl"), table))
+        assert sorted(case.rows(case.sink_db("parallel_ddl"), table)) == expected, table
+    for table in ("b", "c"):
+        case.assert_replica("parallel_ddl", table)
+    after = "WHERE v = 'after'"  # rows written after the DDL carry the new column in every replica
+    source = case.execute(f"SELECT * FROM `{db}`.a {after}")
+    sink = case.execute(f"SELECT * FROM `{case.sink_db('parallel_ddl')}`.a {after}")
+    assert sorted(source) == sorted(sink) and len(source) == 499
