@@ -1,0 +1,171 @@
+"""``sparkcdc run`` in the snapshot benchmark: one run with its timings, the JDBC run with its
+checksum, and the JVM class-data archive every run maps (see snapshot.py)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchsupport import (
+    checkpoint_document,
+    cpu_seconds,
+    jdbc_sink,
+    mib,
+    run_sparkcdc,
+    server_pid,
+    sparkcdc_env,
+    table_rows,
+    write_manifest,
+)
+from rich.console import Console
+
+from sparkcdc.core.checkpoint import decode
+from sparkcdc.spark.session import cds_archive
+
+__all__ = [
+    "DATABASE",
+    "REPLICA",
+    "TABLE",
+    "console",
+    "count_changelog",
+    "prime_jvm_archive",
+    "run_jdbc",
+    "run_pipeline",
+]
+
+DATABASE, TABLE = "bench", "orders"
+REPLICA = "bench_replica"
+console = Console(width=None if sys.stdout.isatty() else 150)
+
+
+def run_pipeline(
+    server: Any,
+    work: Path,
+    name: str,
+    sink: dict[str, Any],
+    chunk_size: int,
+    splits_per_task: int,
+    parallelism: int,
+) -> dict[str, Any]:
+    state = work / f"state-{name}"
+    shutil.rmtree(state, ignore_errors=True)
+    manifest = write_manifest(
+        work / f"{name}.yaml",
+        name=name,
+        server=server,
+        tables=[f"{DATABASE}.{TABLE}"],
+        sink=sink,
+        startup={"mode": "snapshot-only"},
+        snapshot={"chunkSize": chunk_size, "parallelism": parallelism, "splitsPerTask": splits_per_task},
+    )
+
+    first_wave: list[int] = []  # rows committed when the first wave's checkpoint appeared
+
+    def rows_committed() -> int:
+        document = checkpoint_document(state, name)
+        if document is None:
+            return -1
+        return sum(info.rows for info in decode(document).all_finished_infos())
+
+    def planned() -> bool:
+        return checkpoint_document(state, name) is not None
+
+    def wave() -> bool:
+        committed = rows_committed()
+        if committed > 0:
+            first_wave.append(committed)
+        return committed > 0
+
+    def done() -> bool:
+        document = checkpoint_document(state, name)
+        return bool(document and document.get("snapshotDone"))
+
+    server_before = cpu_seconds(server_pid(server))
+    watch = {"planned": planned, "first_wave": wave, "done": done}
+    run = run_sparkcdc(manifest, state, watch=watch, own_jvm_options=True)
+    if run.returncode != 0:
+        raise SystemExit(f"sparkcdc run ({name}) failed with exit code {run.returncode}:\n{run.tail()}")
+    planning = next((t for t, line in run.lines if "planning splits" in line), None)
+    begin = planning if planning is not None else run.marks.get("planned", 0.0)
+    end = run.marks.get("done", run.seconds)
+    figures: dict[str, Any] = {
+        "chunk_size": chunk_size,
+        "splits_per_task": splits_per_task,
+        "snapshot_seconds": round(end - begin, 3),
+        "start_to_done_seconds": round(end, 3),
+        "wall_seconds": round(run.seconds, 3),
+        "cpu_seconds": round(run.cpu, 2),
+        "cpu_marks_done": round(run.cpu_marks.get("done", run.cpu), 2),
+        "server_cpu_seconds": round(cpu_seconds(server_pid(server)) - server_before, 2),
+        "peak_rss_mib": mib(run.peak_rss),
+    }
+    # After the first wave the Spark session, the Python workers and their imports are up: the
+    # later waves show the steady rate of a long snapshot.
+    wave_end = run.marks.get("first_wave")
+    rows = table_rows(server, DATABASE, TABLE)
+    if wave_end is not None and first_wave and first_wave[0] < rows and end > wave_end:
+        figures["after_first_wave"] = {
+            "rows": rows - first_wave[0],
+            "seconds": round(end - wave_end, 3),
+            "cpu_seconds": round(run.cpu_marks["done"] - run.cpu_marks["first_wave"], 2),
+        }
+    return figures
+
+
+_PRIME = (
+    "from sparkcdc.spark.session import create_context\n"
+    "spark = create_context('sparkcdc-bench-prime', 'local[2,2]')\n"
+    "spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).collect()\n"
+    "spark.stop()\n"
+)
+
+
+def prime_jvm_archive() -> dict[str, Any]:
+    """The class-data archive a local ``sparkcdc run`` maps (``spark/session.py``): written by a
+    throwaway context when missing, so that every measured run starts the same way, as every
+    run after a machine's first does."""
+    archive = cds_archive()
+    existed = archive.is_file()
+    if not existed:
+        console.print(f"writing the JVM class-data archive {archive} (once per Spark and Java install)")
+        subprocess.run([sys.executable, "-c", _PRIME], env=sparkcdc_env(own_jvm_options=True), check=True)
+    return {"path": str(archive), "existed_before": existed, "exists": archive.is_file()}
+
+
+def _deadlocks(server: Any) -> int:
+    rows = server.execute("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")
+    return int(rows[0][1]) if rows else 0
+
+
+def count_changelog(directory: Path) -> int:
+    total = 0
+    for path in (directory / f"{DATABASE}.{TABLE}").glob("*.jsonl"):
+        with path.open("rb") as lines:
+            total += sum(1 for _ in lines)
+    return total
+
+
+def run_jdbc(server: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``sparkcdc run`` (tuned) into a replica database on the same server, checked by checksum."""
+    server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
+    deadlocks = _deadlocks(server)
+    run = run_pipeline(
+        server,
+        work,
+        "bench-jdbc",
+        jdbc_sink(server, REPLICA),
+        args.chunk_size,
+        args.splits_per_task,
+        args.parallelism,
+    )
+    source_sum = server.execute(f"CHECKSUM TABLE {DATABASE}.{TABLE}")[0][1]
+    replica_sum = server.execute(f"CHECKSUM TABLE {REPLICA}.{TABLE}")[0][1]
+    assert source_sum == replica_sum, "the replica differs from the source"
+    run["innodb_deadlocks"] = _deadlocks(server) - deadlocks  # each one redoes a split's transaction
+    console.print(f"sparkcdc → jdbc: {run}")
+    server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
+    return run
