@@ -93,6 +93,9 @@ class Column:
     charset: str | None = None
     collation: str | None = None
     members: tuple[str, ...] = ()
+    # The default as a MySQL expression usable after ``DEFAULT`` (None: none). Sinks create their
+    # tables with it, so rows the binlog wrote before an ADD COLUMN read as on the source.
+    default_sql: str | None = None
 
     @property
     def family(self) -> Family:
@@ -123,3 +126,18 @@ class Column:
 
 def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def default_sql(default: str | None, extra: str, is_mariadb: bool) -> str | None:
+    """``information_schema.COLUMNS.COLUMN_DEFAULT`` as an expression usable after ``DEFAULT``.
+
+    MariaDB (10.2.7+) reports defaults as SQL (``'abc'``, ``5``, ``NULL``, ``current_timestamp()``);
+    MySQL reports a literal's bare value and marks expressions with ``DEFAULT_GENERATED``.
+    """
+    if default is None:
+        return None
+    if is_mariadb:
+        return default
+    if "DEFAULT_GENERATED" in extra.upper():
+        return f"({default})"
+    return "'" + default.replace("\\", "\\\\").replace("'", "''") + "'"

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.columns import default_sql
 
 __all__ = ["DdlKind", "TableDdl", "column_defaults", "parse_ddl", "split_top_level", "strip_comments"]
 
@@ -270,20 +271,10 @@ def column_defaults(conn: Any, table: TableId, is_mariadb: bool) -> dict[str, st
             (table.database, table.table),
         )
         rows = cur.fetchall()
-    defaults: dict[str, str | None] = {}
-    for name, default, extra in rows:
-        name = _text(name)
-        if default is None:
-            defaults[name] = None
-            continue
-        text = _text(default)
-        if is_mariadb:
-            defaults[name] = text
-        elif "DEFAULT_GENERATED" in _text(extra or "").upper():
-            defaults[name] = f"({text})"
-        else:
-            defaults[name] = "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
-    return defaults
+    return {
+        _text(name): default_sql(None if default is None else _text(default), _text(extra or ""), is_mariadb)
+        for name, default, extra in rows
+    }
 
 
 def _text(value: Any) -> str:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pymysql
 
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.columns import Column, Family
+from sparkcdc.mysql.columns import Column, Family, default_sql
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.types import arrow_type
 
@@ -104,7 +104,7 @@ class TableSchema:
 _COLUMNS_SQL = """
 SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION,
        NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH,
-       CHARACTER_SET_NAME, COLLATION_NAME
+       CHARACTER_SET_NAME, COLLATION_NAME, COLUMN_DEFAULT, EXTRA, VERSION() LIKE '%%MariaDB%%'
 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s
 ORDER BY ORDINAL_POSITION
 """
@@ -120,13 +120,17 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
 
 
+def _opt_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
 def _column(row: Sequence[Any]) -> Column:
     name, ordinal, data_type, column_type, nullable, precision, scale, dt_precision, chars, octets = row[:10]
-    cs, coll = row[10:12]
+    cs, coll, default, extra, is_mariadb = row[10:15]
     data_type = _text(data_type).lower()
     column_type = _text(column_type)
     binary_type = data_type in ("binary", "varbinary")
@@ -144,6 +148,9 @@ def _column(row: Sequence[Any]) -> Column:
         charset=None if cs is None else _text(cs),
         collation=None if coll is None else _text(coll),
         members=parse_members(column_type) if data_type in ("enum", "set") else (),
+        default_sql=default_sql(
+            None if default is None else _text(default), _text(extra or ""), bool(is_mariadb)
+        ),
     )
 
 

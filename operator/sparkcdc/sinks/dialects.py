@@ -121,7 +121,8 @@ class MySqlDialect:
         for col in schema.columns:
             collate = f" COLLATE {col.collation}" if col.collation else ""
             null = "" if col.nullable else " NOT NULL"
-            cols.append(f"{self.quote(col.name)} {col.column_type}{collate}{null}")
+            default = f" DEFAULT {col.default_sql}" if col.default_sql is not None else ""
+            cols.append(f"{self.quote(col.name)} {col.column_type}{collate}{null}{default}")
         pk = ", ".join(self.quote(c) for c in schema.row_key)
         cols.append(f"PRIMARY KEY ({pk})")
         return (

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparkcdc.mysql.columns import Column
+from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["AddedColumn", "alter_statements", "existing_columns"]
+__all__ = ["AddedColumn", "alter_statements", "existing_columns", "pg_default"]
 
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
 
@@ -42,9 +42,17 @@ def existing_columns(cur: Any, scheme: str, table: str) -> list[str]:
     return [r[0].decode() if isinstance(r[0], bytes) else str(r[0]) for r in cur.fetchall()]
 
 
-def _pg_default(default_sql: str | None) -> str | None:
+# Families whose MySQL literals PostgreSQL reads the same in the mapped type; temporal literals
+# may be zero dates and BIT(1) maps to boolean, so their defaults are left out.
+_PG_LITERAL_FAMILIES = {
+    Family.INTEGER, Family.DECIMAL, Family.FLOAT, Family.DOUBLE, Family.YEAR,
+    Family.STRING, Family.ENUM, Family.SET, Family.JSON,
+}  # fmt: skip
+
+
+def pg_default(column: Column, default_sql: str | None) -> str | None:
     """A PostgreSQL default for plain numeric and string literals; other expressions are left out."""
-    if default_sql is None:
+    if default_sql is None or column.family not in _PG_LITERAL_FAMILIES:
         return None
     text = default_sql.strip()
     if _NUMBER.match(text) or text.upper() == "NULL":
@@ -87,8 +95,8 @@ def alter_statements(
         else:
             from sparkcdc.sinks.postgres import pg_type
 
-            pg_default = _pg_default(add.default_sql)
-            clause = f" DEFAULT {pg_default}" if pg_default is not None else ""
+            pg_value = pg_default(col, add.default_sql)
+            clause = f" DEFAULT {pg_value}" if pg_value is not None else ""
             statements.append(f"ALTER TABLE {table} ADD COLUMN {quote(col.name)} {pg_type(col)}{clause}")
         have.add(col.name.lower())
     for name in dropped:

@@ -35,6 +35,7 @@ from sparkcdc.core.splits import Key
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
+from sparkcdc.sinks.evolution import pg_default
 from sparkcdc.sinks.pg_rank import StringRank, candidates_predicate, quote_ident, rank_index_sql
 from sparkcdc.sinks.sql import key_in_list_predicate, range_predicate
 
@@ -170,7 +171,9 @@ class PostgresDialect:
         for col in schema.columns:
             relax = col.family in _NULLABLE_TEMPORAL and col.name not in schema.row_key
             null = "" if col.nullable or relax else " NOT NULL"
-            cols.append(f"{self.quote(col.name)} {pg_type(col)}{null}")
+            default = pg_default(col, col.default_sql)
+            clause = f" DEFAULT {default}" if default is not None else ""
+            cols.append(f"{self.quote(col.name)} {pg_type(col)}{null}{clause}")
         cols.append(f"PRIMARY KEY ({', '.join(self.quote(c) for c in schema.row_key)})")
         table = self.quote(schema.table.table)
         sql = f"CREATE TABLE IF NOT EXISTS {table} (\n  " + ",\n  ".join(cols) + "\n)"

@@ -200,9 +200,8 @@ def test_catchup_stops_before_ddl_and_the_live_reader_takes_it(case: Case) -> No
     for table in TABLES:
         expected = sorted(case.rows(case.sink_db("single_ddl"), table))
         assert sorted(case.rows(case.sink_db("parallel_ddl"), table)) == expected, table
-    for table in ("b", "c"):
+    # Rows written before the ADD COLUMN hold its default on the source; the targets were created
+    # with the column's default, so those rows read the same there.
+    for table in TABLES:
+        case.assert_replica("single_ddl", table)
         case.assert_replica("parallel_ddl", table)
-    after = "WHERE v = 'after'"  # rows written after the DDL carry the new column in every replica
-    source = case.execute(f"SELECT * FROM `{db}`.a {after}")
-    sink = case.execute(f"SELECT * FROM `{case.sink_db('parallel_ddl')}`.a {after}")
-    assert sorted(source) == sorted(sink) and len(source) == 499
