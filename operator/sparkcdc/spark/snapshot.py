@@ -63,11 +63,11 @@ def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]
     Arrow kernels of the sinks release the GIL, so the two overlap on a multi-core executor.
     The reads share one source connection (``SplitReader``), used by the read-ahead thread only."""
     sink = context.sink.open()
-    splits = SplitReader(context.source, task.server_id, context.fetch_size)
+    reader = SplitReader(context.source, task.server_id, context.fetch_size)
     read_ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkcdc-read-ahead")
 
     def read(split: SnapshotSplit) -> SplitReadResult:
-        return splits.read(context.schemas[split.table], split)
+        return reader.read(context.schemas[split.table], split)
 
     pending: Future[SplitReadResult] | None = None
     try:
@@ -83,7 +83,7 @@ def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]
         # again by whichever task gets it next); the connection closes after it, on its thread.
         if pending is not None:
             pending.cancel()
-        read_ahead.submit(splits.close)
+        read_ahead.submit(reader.close)
         read_ahead.shutdown(wait=False)
         sink.close()
 
