@@ -6,7 +6,8 @@ takes many seconds to start on a loaded machine.
 The source tables: ``types`` (every MySQL type), ``replay``, ``tags`` (a case-insensitive string
 key), ``tail``, ``evolve`` and ``opts`` for the sink checks, and ``items`` (NULLs, DECIMALs,
 DATETIME(6), TIMESTAMP(6), TIME, JSON, binary, BIT, ENUM/SET, YEAR, floats, utf8mb4 text) for
-verification, captured by a pipeline with a Delta sink.
+verification, captured by a pipeline with a Delta sink; ``busy`` for verification while a
+``sparkcdc run`` streams it into Delta and a writer changes it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sparkcdc.testing.mariadb import MariaDBServer
 
 HERE = Path(__file__).resolve().parent
 VERIFY_ROWS = 300
+BUSY_ROWS = 1200
 
 
 @pytest.fixture(scope="session")
@@ -39,9 +41,11 @@ def delta_checks(
     try:
         _create_tables(mariadb, db)
         _create_verify_table(mariadb, db)
+        _create_busy_table(mariadb, db)
         request = {
             "sink": _sink_request(source_config, db, work),
             "verify": _verify_request(mariadb, db, work),
+            "concurrent": _concurrent_request(mariadb, db, work),
         }
         (work / "request.json").write_text(json.dumps(request))
         result = subprocess.run(
@@ -92,6 +96,45 @@ def _verify_request(server: MariaDBServer, db: str, work: Path) -> dict[str, obj
         "table_path": str(lake / db / "items"),
         "rows": VERIFY_ROWS,
     }
+
+
+def _concurrent_request(server: MariaDBServer, db: str, work: Path) -> dict[str, object]:
+    """``busy`` captured into Delta by a ``sparkcdc run`` that streams while it is verified."""
+    assert server.cdc_password
+    manifest = pipeline_manifest(
+        work / "busy.yaml",
+        name="delta-busy",
+        host=server.host,
+        port=server.port,
+        password=server.cdc_password,
+        tables=[f"{db}.busy"],
+        sink=delta_sink(work / "busy-lake"),
+        mode="initial",
+        chunk_size=150,
+        binlog={"batchIntervalMs": 300, "heartbeatIntervalSeconds": 1},
+    )
+    return {
+        "manifest": str(manifest),
+        "state": str(work / "busy-state"),
+        "logs": str(work / "busy-logs"),
+        "name": "delta-busy",
+        "host": server.host,
+        "port": server.port,
+        "db": db,
+        "table": "busy",
+        "rows": BUSY_ROWS,
+    }
+
+
+def _create_busy_table(server: MariaDBServer, db: str) -> None:
+    server.execute(
+        f"CREATE TABLE `{db}`.busy (id INT PRIMARY KEY, qty INT NOT NULL,"
+        " note VARCHAR(60) CHARACTER SET utf8mb4)"
+    )
+    server.execute(
+        f"INSERT INTO `{db}`.busy SELECT seq * 2, seq % 10, CONCAT('order ', seq)"
+        f" FROM `{db}`.seq_1_to_{BUSY_ROWS}"
+    )
 
 
 def _create_tables(server: MariaDBServer, db: str) -> None:

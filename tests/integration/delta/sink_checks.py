@@ -1,10 +1,10 @@
-"""Direct checks of the Delta sink, then ``sparkcdc verify`` of a Delta replica, in one
+"""Direct checks of the Delta sink, then ``sparkcdc verify`` of Delta replicas, in one
 Delta-enabled Spark: ``python sink_checks.py REQUEST.json`` (a subprocess started once by the
 ``delta_checks`` fixture in conftest.py, which created the source tables).
 
-Each check prints ``ok <name>``. The two groups are independent: the first failing assertion of
-a group ends that group (its traceback on stderr, ``failed <group>`` on stdout) and the other
-group still runs.
+Each check prints ``ok <name>``. The groups (sink, verify, concurrent) are independent: the
+first failing assertion of a group ends that group (its traceback on stderr, ``failed <group>``
+on stdout) and the other groups still run.
 """
 
 from __future__ import annotations
@@ -276,17 +276,25 @@ def _sink_checks(request: dict[str, Any], spark: Any) -> None:
 
 
 def main() -> None:
+    import functools
     import traceback
 
     from verify_checks import verify_checks
+    from verify_concurrent import concurrent_checks, start_pipeline
 
     from sparkcdc.spark.session import create_session, delta_conf
 
     request = json.loads(Path(sys.argv[1]).read_text())
+    busy = start_pipeline(request["concurrent"])
     spark = create_session("sparkcdc-delta-checks", "local[2,2]", delta_conf(snapshot_partitions=2))
     failed = []
     try:
-        for name, group in (("sink", _sink_checks), ("verify", verify_checks)):
+        groups = (
+            ("sink", _sink_checks),
+            ("verify", verify_checks),
+            ("concurrent", functools.partial(concurrent_checks, run=busy)),
+        )
+        for name, group in groups:
             try:
                 group(request[name], spark)
             except Exception:
@@ -294,6 +302,7 @@ def main() -> None:
                 print(f"failed {name}", flush=True)
                 failed.append(name)
     finally:
+        busy.kill()
         spark.stop()
     sys.exit(1 if failed else 0)
 

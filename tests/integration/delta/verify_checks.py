@@ -26,8 +26,10 @@ from sparkcdc.verify.report import ChunkDiff, PipelineReport, TableReport
 from sparkcdc.verify.runner import VerifyOptions
 
 
-def _verify(spark: Any, manifest: Path, state: Path, *, repair: bool = False) -> tuple[int, TableReport]:
-    options = VerifyOptions(repair=repair, recheck=RecheckSettings(wait_seconds=30))
+def _verify(
+    spark: Any, manifest: Path, state: Path, *, repair: bool = False, wait_seconds: float = 30
+) -> tuple[int, TableReport]:
+    options = VerifyOptions(repair=repair, recheck=RecheckSettings(wait_seconds=wait_seconds))
     console = Console(file=io.StringIO(), width=200)
     code, reports = verify_local(
         load_manifests([str(manifest)]), state, options, console=console, spark=spark
