@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sparkcdc.api.manifest import Manifest
 from sparkcdc.core.fence import pipeline_key
 from sparkcdc.progress import RichProgress
-from sparkcdc.sinks.base import start_fenced, writes_in_driver
+from sparkcdc.sinks.base import writes_in_driver
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
@@ -98,9 +97,8 @@ def _run_guarded(
     store = FileCheckpointStore(state_dir, runtime.name)
     try:
         # Each run is a new epoch of the pipeline: an older run still writing is fenced off.
-        fence = store.next_fence(pipeline_key(runtime.pipeline.metadata.namespace, runtime.name))
-        runtime = replace(runtime, sink=start_fenced(runtime.sink, fence))
-        driver = PipelineDriver(runtime, store, spark, listener)
+        key = pipeline_key(runtime.pipeline.metadata.namespace, runtime.name)
+        driver = PipelineDriver(runtime, store, spark, listener, fence=lambda: store.next_fence(key))
         driver.run(exit_when_caught_up=exit_when_caught_up, should_stop=stop.is_set)
         listener.message("caught up" if exit_when_caught_up else "stopped")
     except BaseException as err:

@@ -15,6 +15,7 @@ from typing import Any
 from sparkcdc.core.assigner import SnapshotSplitAssigner
 from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, decode, encode
 from sparkcdc.core.event_filter import start_offset
+from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
@@ -22,6 +23,7 @@ from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.sinks.base import start_fenced
 from sparkcdc.spark.binlog_lost import (
     ExpiryWatch,
     binlog_expiry_seconds,
@@ -98,9 +100,16 @@ class PipelineDriver:
     """Runs one pipeline's snapshot phase on a Spark session; resumable from its checkpoint."""
 
     def __init__(
-        self, runtime: PipelineRuntime, store: CheckpointStore, spark: Any, listener: PipelineListener
+        self,
+        runtime: PipelineRuntime,
+        store: CheckpointStore,
+        spark: Any,
+        listener: PipelineListener,
+        *,
+        fence: Callable[[], Fence] | None = None,
     ) -> None:
         self._runtime = runtime
+        self._fence = fence
         self._store = store
         self._spark = spark
         self._listener = listener
@@ -227,6 +236,7 @@ class PipelineDriver:
         exit_when_caught_up: bool,
         should_stop: Callable[[], bool],
     ) -> Checkpoint:
+        self._claim_sink_fence()
         conn = connect(self._runtime.source)
         try:
             schemas = discover_tables(self._runtime, conn)
@@ -310,7 +320,15 @@ class PipelineDriver:
             self._listener.message(f"planning splits of {table}")
             assigner.add_table(table, plan_table(conn, schema, self._snapshot), key_columns=schema.chunk_key)
 
+    def _claim_sink_fence(self) -> None:
+        """Raise the sink's fence to this run's epoch before its first sink write — after the
+        source checks, so bad input leaves neither a fence nor a sink database behind."""
+        if self._fence is not None:
+            fence, self._fence = self._fence(), None
+            self._runtime = replace(self._runtime, sink=start_fenced(self._runtime.sink, fence))
+
     def _prepare_sink(self, schemas: Mapping[TableId, TableSchema]) -> None:
+        self._claim_sink_fence()
         sink = self._runtime.sink.open()
         try:
             sink.prepare(list(schemas.values()))
