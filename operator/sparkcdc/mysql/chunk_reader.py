@@ -15,6 +15,7 @@ import pymysql
 
 from sparkcdc.core.splits import Key, KeyValue, SnapshotSplit
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.arrow_columns import arrow_to_canonical, rows_to_arrow
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.sql import (
@@ -28,7 +29,7 @@ from sparkcdc.mysql.sql import (
     table_name,
     value_expression,
 )
-from sparkcdc.mysql.types import arrow_to_canonical, canonical_value, rows_to_arrow
+from sparkcdc.mysql.types import canonical_value
 
 _connectorx: Any
 try:  # the fast path; PyMySQL reads every split without it
@@ -74,7 +75,7 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[An
 # with an ASCII password. Columns are selected so that the values are exactly what the text
 # protocol would give: integers and dates/times natively (the binary protocol carries them
 # exactly; the server also spends less time than on printing them), BIT/BINARY/GEOMETRY as their
-# bytes, everything else as the server's text (``CAST(... AS CHAR)``); types.arrow_to_canonical
+# bytes, everything else as the server's text (``CAST(... AS CHAR)``); arrow_columns.arrow_to_canonical
 # converts them with the same kernels as the PyMySQL path. The session runs in UTC like every
 # source session.
 #

@@ -200,7 +200,7 @@ def connect(
     """An autocommit utf8mb4 connection whose session runs in UTC.
 
     ``streaming=True`` is for bulk reads: the default cursor is unbuffered (``SSCursor``), values
-    arrive raw (``str``/``bytes``, converted column-wise by ``types.rows_to_arrow``), and the
+    arrive raw (``str``/``bytes``, converted column-wise by ``arrow_columns.rows_to_arrow``), and the
     server waits longer for a slow reader. Transient failures are retried ``attempts`` times;
     anything left becomes a ``SourceError`` that never contains the password.
     """

@@ -11,10 +11,11 @@ import pyarrow as pa
 import pytest
 
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.arrow_columns import column_to_arrow
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema, parse_members
-from sparkcdc.mysql.types import arrow_type, canonical_value, column_to_arrow
+from sparkcdc.mysql.types import arrow_type, canonical_value
 
 UTC = dt.timezone.utc
 
