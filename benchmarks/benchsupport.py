@@ -30,9 +30,6 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # Enough buffer pool to hold a 1M-row table: "warm runs" (DESIGN §4) read from memory.
 SERVER_OPTIONS = ("--innodb-buffer-pool-size=768M", "--innodb-log-file-size=256M", "--max-binlog-size=256M")
 
-# Same quick-start JVM flags as the test harness: the JVM only schedules tasks here.
-_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
 
 def _stop_leftover(base_dir: Path) -> None:
     """Stop a server an interrupted earlier run left on this data directory (its pid file)."""
@@ -246,18 +243,15 @@ class PeakRss:
         self._thread.join()
 
 
-def sparkcdc_env(own_jvm_options: bool = False) -> dict[str, str]:
-    """The environment of a ``sparkcdc run``; with ``own_jvm_options`` the driver JVM gets the
-    options sparkcdc itself picks (``spark/session.py``: a local context's quick-start flags and
-    class-data archive) instead of the quick-start flags given here."""
+def sparkcdc_env() -> dict[str, str]:
+    """The environment of a ``sparkcdc run``. The driver JVM gets the options sparkcdc itself picks
+    (``spark/session.py``: quick-start flags and a class-data archive for a context that only
+    schedules tasks, the JIT's defaults for a session that writes Delta), as a user's run does."""
     env = dict(os.environ)
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    if own_jvm_options:
-        env.pop("PYSPARK_SUBMIT_ARGS", None)
-    else:
-        env.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{_JVM_OPTIONS}" pyspark-shell')
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "200"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "operator"), env.get("PYTHONPATH", "")) if p)
@@ -290,7 +284,6 @@ def run_sparkcdc(
     exit_when_caught_up: bool = True,
     watch: dict[str, Callable[[], bool]] | None = None,
     on_start: Callable[[subprocess.Popen[bytes], list[tuple[float, str]]], None] | None = None,
-    own_jvm_options: bool = False,
 ) -> Run:
     """Run ``python -m sparkcdc run MANIFEST --state-dir DIR [--exit-when-caught-up]`` to its end.
 
@@ -298,7 +291,6 @@ def run_sparkcdc(
     (``Run.marks``, seconds since start, and ``Run.cpu_marks``, the tree's CPU seconds by then).
     ``on_start(process, lines)`` runs in a thread of its
     own once the process is started (``lines`` fills with its stderr as it comes).
-    ``own_jvm_options``: see ``sparkcdc_env``.
     """
     command = [sys.executable, "-m", "sparkcdc", "run", str(manifest), "--state-dir", str(state_dir)]
     if exit_when_caught_up:
@@ -312,7 +304,7 @@ def run_sparkcdc(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
-        env=sparkcdc_env(own_jvm_options),
+        env=sparkcdc_env(),
         start_new_session=True,
     )
 

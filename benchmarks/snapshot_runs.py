@@ -86,7 +86,7 @@ def run_pipeline(
 
     server_before = cpu_seconds(server_pid(server))
     watch = {"planned": planned, "first_wave": wave, "done": done}
-    run = run_sparkcdc(manifest, state, watch=watch, own_jvm_options=True)
+    run = run_sparkcdc(manifest, state, watch=watch)
     if run.returncode != 0:
         raise SystemExit(f"sparkcdc run ({name}) failed with exit code {run.returncode}:\n{run.tail()}")
     planning = next((t for t, line in run.lines if "planning splits" in line), None)
@@ -132,7 +132,7 @@ def prime_jvm_archive() -> dict[str, Any]:
     existed = archive.is_file()
     if not existed:
         console.print(f"writing the JVM class-data archive {archive} (once per Spark and Java install)")
-        subprocess.run([sys.executable, "-c", _PRIME], env=sparkcdc_env(own_jvm_options=True), check=True)
+        subprocess.run([sys.executable, "-c", _PRIME], env=sparkcdc_env(), check=True)
     return {"path": str(archive), "existed_before": existed, "exists": archive.is_file()}
 
 
