@@ -21,6 +21,7 @@ import pytest
 from operator_harness import REAL_DRIVER, Pipelines, RunningOperator, operator_running
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.mariadb import unique_name
 from sparkcdc.core.checkpoint import Checkpoint, decode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.state.status_store import read_checkpoint
@@ -219,6 +220,20 @@ class Writer(threading.Thread):
         self.join(timeout=30)
         if self.error is not None:
             raise self.error
+
+
+@contextlib.contextmanager
+def source_database(mariadb: MariaDBServer, prefix: str, tables: dict[str, int]) -> Iterator[str]:
+    """A new source database with ``tables`` (name: rows); it and its ``_replica`` are dropped after."""
+    db = unique_name(prefix)
+    mariadb.execute(f"CREATE DATABASE `{db}`")
+    for table, rows in tables.items():
+        create_table(mariadb, db, table, rows)
+    try:
+        yield db
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}_replica`")
 
 
 def create_table(mariadb: MariaDBServer, db: str, table: str, rows: int) -> None:

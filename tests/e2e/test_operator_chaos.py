@@ -21,7 +21,6 @@ from operator_harness import Pipelines, RunningOperator, create_driver_account
 from operator_realdriver import (
     Writer,
     checkpoint_of,
-    create_table,
     driver_log,
     epoch_of,
     kill_tree,
@@ -30,11 +29,11 @@ from operator_realdriver import (
     real_pipeline,
     replica_equals,
     scrape,
+    source_database,
     table_rows,
     wait_caught_up,
 )
 
-from harness.mariadb import unique_name
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner
@@ -49,14 +48,8 @@ WAVE_DONE = "snapshot splits committed"
 
 @pytest.fixture
 def shop(mariadb: MariaDBServer) -> Iterator[str]:
-    db = unique_name("chaos")
-    mariadb.execute(f"CREATE DATABASE `{db}`")
-    create_table(mariadb, db, "items", ROWS)
-    try:
+    with source_database(mariadb, "chaos", {"items": ROWS}) as db:
         yield db
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}_replica`")
 
 
 class Chaos:

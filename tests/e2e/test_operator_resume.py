@@ -16,7 +16,6 @@ import pytest
 from operator_harness import Pipelines, RunningOperator, create_driver_account
 from operator_realdriver import (
     checkpoint_of,
-    create_table,
     driver_log,
     epoch_of,
     kill_tree,
@@ -24,11 +23,11 @@ from operator_realdriver import (
     real_operator,  # noqa: F401 - the real_operator fixture
     real_pipeline,
     replica_equals,
+    source_database,
     table_rows,
     wait_caught_up,
 )
 
-from harness.mariadb import unique_name
 from sparkcdc.controller.driver_main import EXIT_FENCED
 from sparkcdc.core.tables import TableId
 from sparkcdc.testing.kube import ControlPlane, wait_until
@@ -40,15 +39,8 @@ ORDERS, ITEMS = 300, 120
 
 @pytest.fixture
 def shop(mariadb: MariaDBServer) -> Iterator[str]:
-    db = unique_name("resume")
-    mariadb.execute(f"CREATE DATABASE `{db}`")
-    create_table(mariadb, db, "orders", ORDERS)
-    create_table(mariadb, db, "items", ITEMS)
-    try:
+    with source_database(mariadb, "resume", {"orders": ORDERS, "items": ITEMS}) as db:
         yield db
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}_replica`")
 
 
 def wait_streaming(op: RunningOperator, pipelines: Pipelines, name: str, epoch: int, tables: int) -> None:

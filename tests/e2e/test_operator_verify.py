@@ -12,16 +12,15 @@ from typing import Any
 import pytest
 from operator_harness import Pipelines, RunningOperator, condition, create_driver_account
 from operator_realdriver import (
-    create_table,
     driver_log,
     epoch_of,
     real_operator,  # noqa: F401 - the real_operator fixture
     real_pipeline,
     replica_equals,
+    source_database,
     wait_caught_up,
 )
 
-from harness.mariadb import unique_name
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner
@@ -32,14 +31,8 @@ Obj = dict[str, Any]
 
 @pytest.fixture
 def shop(mariadb: MariaDBServer) -> Iterator[str]:
-    db = unique_name("verify")
-    mariadb.execute(f"CREATE DATABASE `{db}`")
-    create_table(mariadb, db, "items", ROWS)
-    try:
+    with source_database(mariadb, "verify", {"items": ROWS}) as db:
         yield db
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
-        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}_replica`")
 
 
 def wait_streaming(op: RunningOperator, pipelines: Pipelines, name: str) -> None:
