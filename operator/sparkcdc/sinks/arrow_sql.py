@@ -126,11 +126,11 @@ def _row_texts(conn: Any, batch: pa.Table) -> pa.Array:
 
 
 def insert_statements(
-    conn: Any, head: str, batch: pa.Table, max_rows: int, max_bytes: int
+    conn: Any, head: str, batch: pa.Table, max_rows: int, max_bytes: int, tail: str = ""
 ) -> Iterator[bytes]:
-    """``head`` (``INSERT INTO t (cols) VALUES ``) followed by the rows of ``batch``, as
-    statements of at most ``max_rows`` rows and (unless one row alone is longer) ``max_bytes``
-    bytes, in row order."""
+    """``head`` (``INSERT INTO t (cols) VALUES ``) followed by the rows of ``batch`` and then
+    ``tail`` (e.g. ``ON DUPLICATE KEY UPDATE …``), as statements of at most ``max_rows`` rows
+    and (unless one row alone is longer) ``max_bytes`` bytes, in row order."""
     if batch.num_rows == 0:
         return
     rows = _row_texts(conn, batch)
@@ -138,7 +138,8 @@ def insert_statements(
     raw = np.frombuffer(rows.buffers()[1], dtype=np.int32, count=len(rows) + 1, offset=rows.offset * 4)
     offsets = raw.astype(np.int64) - int(raw[0])
     prefix = head.encode("utf-8")
-    budget = max_bytes - len(prefix) + 1  # the last row's comma is dropped
+    suffix = tail.encode("utf-8")
+    budget = max_bytes - len(prefix) - len(suffix) + 1  # the last row's comma is dropped
     start, count = 0, len(rows)
     max_rows = max(1, max_rows)
     while start < count:
@@ -146,5 +147,5 @@ def insert_statements(
         limit = min(count, start + max_rows)
         end = int(np.searchsorted(offsets[start + 1 : limit + 1], offsets[start] + budget, side="right"))
         end = start + max(1, end)
-        yield prefix + bytes(data[offsets[start] : offsets[end] - 1])
+        yield prefix + bytes(data[offsets[start] : offsets[end] - 1]) + suffix
         start = end

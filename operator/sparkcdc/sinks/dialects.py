@@ -41,6 +41,14 @@ class Dialect(Protocol):
     ) -> None:
         """Insert canonical Python rows (columns ``names``) in the current transaction."""
 
+    def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
+        """Whether ``upsert_rows`` on this target is exactly delete-by-row-key then insert."""
+
+    def upsert_rows(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Insert canonical Python rows, replacing the rows with their row keys (``can_upsert``)."""
+
 
 # Rows rendered at once by write_table, and the Arrow data they may hold.
 _RENDER_ROWS = 65_536
@@ -66,6 +74,9 @@ class MySqlDialect:
     def __init__(self, batch_rows: int = 1000) -> None:
         self.batch_rows = batch_rows
         self.max_stmt_length = 1024 * 1024
+        # can_upsert per (table, columns written): looked up once per connection, and again after
+        # a schema change alters the columns.
+        self._upsertable: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     def connect(self, config: JdbcSinkConfig) -> Any:
         import pymysql
@@ -146,7 +157,7 @@ class MySqlDialect:
         where, params = range_predicate(schema.chunk_key, start, end, self.quote)
         cur.execute(f"DELETE FROM {self.quote(schema.table.table)} WHERE {where}", params)
 
-    def write_table(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
+    def write_table(self, cur: Any, schema: TableSchema, data: pa.Table, tail: str = "") -> None:
         # Literals are rendered column-wise by Arrow (arrow_sql), exactly as executemany would
         # escape the values, into statements of batch_rows rows within max_stmt_length.
         if data.num_rows == 0:
@@ -159,17 +170,25 @@ class MySqlDialect:
             batch = data.slice(offset, step)
             try:
                 statements = list(
-                    insert_statements(cur.connection, head, batch, self.batch_rows, self.max_stmt_length)
+                    insert_statements(
+                        cur.connection, head, batch, self.batch_rows, self.max_stmt_length, tail
+                    )
                 )
             except pa.ArrowCapacityError:  # more text than 32-bit offsets hold: value by value
                 columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-                self._executemany(cur, schema, batch.column_names, list(zip(*columns, strict=True)))
+                rows = list(zip(*columns, strict=True))
+                self._executemany(cur, schema, batch.column_names, rows, tail)
                 continue
             for statement in statements:
                 cur.execute(statement)
 
     def write_rows(
-        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+        self,
+        cur: Any,
+        schema: TableSchema,
+        names: Sequence[str],
+        rows: Sequence[tuple[Any, ...]],
+        tail: str = "",
     ) -> None:
         if not rows:
             return
@@ -182,15 +201,39 @@ class MySqlDialect:
             arrays = [pa.array(c, type=f.type) for c, f in zip(columns, fields, strict=True)]
             data = pa.Table.from_arrays(arrays, names=list(names))
         except (pa.ArrowException, KeyError, ValueError, TypeError, OverflowError):
-            self._executemany(cur, schema, names, rows)
+            self._executemany(cur, schema, names, rows, tail)
             return
-        self.write_table(cur, schema, data)
+        self.write_table(cur, schema, data, tail)
 
-    def _executemany(
+    def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
+        names = tuple(c.name for c in schema.columns)
+        known = self._upsertable.get((schema.table.table, names))
+        if known is None:
+            known = upsert_equals_replace(cur, schema.table.table, schema.row_key, names)
+            self._upsertable[(schema.table.table, names)] = known
+        return known
+
+    def upsert_rows(
         self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
     ) -> None:
-        # executemany folds the rows into multi-row INSERTs up to max_stmt_length.
-        sql = self.insert_sql(schema.table.table, names)
+        # Every column is set, the key columns too: a key equal under the target's collation but
+        # spelt differently ('a' vs 'A') ends up as the new image's spelling, as after a re-insert.
+        # VALUES(col) rather than MySQL 8.0.19's row alias: MariaDB has no row alias, and MySQL
+        # still accepts VALUES() (deprecated since 8.0.20, with a warning).
+        sets = ", ".join(f"{self.quote(n)}=VALUES({self.quote(n)})" for n in names)
+        self.write_rows(cur, schema, names, rows, f" ON DUPLICATE KEY UPDATE {sets}")
+
+    def _executemany(
+        self,
+        cur: Any,
+        schema: TableSchema,
+        names: Sequence[str],
+        rows: Sequence[tuple[Any, ...]],
+        tail: str = "",
+    ) -> None:
+        # executemany folds the rows into multi-row INSERTs up to max_stmt_length, keeping an
+        # ON DUPLICATE KEY tail after the VALUES list.
+        sql = self.insert_sql(schema.table.table, names) + tail
         adapted = [tuple(_naive_utc(v) for v in row) for row in rows]
         for i in range(0, len(adapted), self.batch_rows):
             cur.executemany(sql, adapted[i : i + self.batch_rows])
@@ -200,6 +243,42 @@ class MySqlDialect:
         if len(args) >= 2 and isinstance(args[0], int):
             return f"error {args[0]}: {args[1]}"
         return str(err) or type(err).__name__
+
+
+def upsert_equals_replace(cur: Any, table: str, row_key: Sequence[str], columns: Sequence[str]) -> bool:
+    """Whether ``INSERT … ON DUPLICATE KEY UPDATE`` of every column of ``columns`` leaves ``table``
+    exactly as deleting the row key and inserting would. It does when the primary key is the row
+    key and the only unique key (another one could match a different row, which a re-insert would
+    fail on instead), the rows set every column (a re-insert resets the others to their defaults),
+    no foreign key references the table (deletes cascade or are refused) and no trigger runs (a
+    re-insert fires DELETE and INSERT triggers, an upsert UPDATE ones). Tables sparkcdc creates
+    qualify; for others the sink keeps deleting and inserting."""
+    cur.execute(
+        "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS"
+        " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0",
+        (table,),
+    )
+    unique = [(str(index), str(column).lower()) for index, column in cur.fetchall()]
+    if {index for index, _ in unique} != {"PRIMARY"}:
+        return False
+    if sorted(column for _, column in unique) != sorted(c.lower() for c in row_key):
+        return False
+    cur.execute(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
+        " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+        (table,),
+    )
+    if sorted(str(c).lower() for (c,) in cur.fetchall()) != sorted(c.lower() for c in columns):
+        return False
+    cur.execute(
+        "SELECT (SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS"
+        "  WHERE UNIQUE_CONSTRAINT_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = %s)"
+        " + (SELECT COUNT(*) FROM information_schema.TRIGGERS"
+        "  WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s)",
+        (table, table),
+    )
+    row = cur.fetchone()
+    return row is not None and int(row[0]) == 0
 
 
 def dialect_for(scheme: str, batch_rows: int = 1000) -> Dialect:

@@ -247,3 +247,12 @@ class PostgresDialect:
             {n: pa.array(list(v), arrow.field(n).type) for n, v in zip(names, columns, strict=True)}
         )
         self.write_table(cur, schema, data)
+
+    def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
+        # Rows arrive by COPY, which has no ON CONFLICT: the sink deletes the keys and appends.
+        return False
+
+    def upsert_rows(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        raise SinkError("PostgreSQL targets are written by delete and COPY, not by upsert")
