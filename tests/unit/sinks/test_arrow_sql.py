@@ -61,7 +61,8 @@ def test_any_text_escapes_like_pymysql(values: list[str | None], no_backslash_es
     assert sql_literals(conn, pa.array(values, pa.string())).to_pylist() == _expected(conn, values)
 
 
-def test_statements_pack_rows_in_order_within_limits() -> None:
+@pytest.mark.parametrize("tail", ["", " ON DUPLICATE KEY UPDATE `id`=VALUES(`id`), `s`=VALUES(`s`)"])
+def test_statements_pack_rows_in_order_within_limits(tail: str) -> None:
     conn = FakeConnection()
     data = pa.table(
         {"id": pa.array(range(1000), pa.int64()), "s": pa.array([f"v{i}" * (i % 7) for i in range(1000)])}
@@ -69,13 +70,15 @@ def test_statements_pack_rows_in_order_within_limits() -> None:
     head = "INSERT INTO `t` (`id`, `s`) VALUES "
     rows = [f"({i},'{f'v{i}' * (i % 7)}')" for i in range(1000)]
     for max_rows, max_bytes in [(1000, 10**9), (7, 10**9), (1000, 200), (1000, 1)]:
-        statements = [s.decode() for s in insert_statements(conn, head, data, max_rows, max_bytes)]
-        assert all(s.startswith(head) for s in statements)
-        values = [v for s in statements for v in _split_rows(s[len(head) :])]
+        statements = [s.decode() for s in insert_statements(conn, head, data, max_rows, max_bytes, tail)]
+        assert all(s.startswith(head) and s.endswith(tail) for s in statements)
+        bodies = [s[len(head) : len(s) - len(tail)] for s in statements]
+        values = [v for body in bodies for v in _split_rows(body)]
         assert values == rows
-        for s in statements:
-            count = len(_split_rows(s[len(head) :]))
+        for s, body in zip(statements, bodies, strict=True):
+            count = len(_split_rows(body))
             assert count <= max_rows
+            # The tail counts against max_bytes (max_allowed_packet) like the rows.
             assert len(s.encode()) <= max_bytes or count == 1
         if max_bytes == 10**9:
             assert len(statements) == -(-1000 // max_rows)
