@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
@@ -44,10 +44,9 @@ class Dialect(Protocol):
     def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
         """Whether ``upsert_rows`` on this target is exactly delete-by-row-key then insert."""
 
-    def upsert_rows(
-        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
-    ) -> None:
-        """Insert canonical Python rows, replacing the rows with their row keys (``can_upsert``)."""
+    def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
+        """Insert canonical row images (column name → value), replacing the rows with their row
+        keys (only where ``can_upsert``)."""
 
 
 # Rows rendered at once by write_table, and the Arrow data they may hold.
@@ -190,18 +189,21 @@ class MySqlDialect:
         rows: Sequence[tuple[Any, ...]],
         tail: str = "",
     ) -> None:
-        if not rows:
-            return
+        if rows:
+            self._write_columns(cur, schema, names, list(zip(*rows, strict=True)), tail)
+
+    def _write_columns(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], columns: Sequence[Sequence[Any]], tail: str
+    ) -> None:
         # Canonical values convert to the schema's Arrow types exactly (or refuse to), and the
         # rows then go the column-wise way of write_table.
         try:
             target = schema.arrow_schema()
             fields = [target.field(n) for n in names]
-            columns = list(zip(*rows, strict=True))
             arrays = [pa.array(c, type=f.type) for c, f in zip(columns, fields, strict=True)]
             data = pa.Table.from_arrays(arrays, names=list(names))
         except (pa.ArrowException, KeyError, ValueError, TypeError, OverflowError):
-            self._executemany(cur, schema, names, rows, tail)
+            self._executemany(cur, schema, names, list(zip(*columns, strict=True)), tail)
             return
         self.write_table(cur, schema, data, tail)
 
@@ -213,15 +215,17 @@ class MySqlDialect:
             self._upsertable[(schema.table.table, names)] = known
         return known
 
-    def upsert_rows(
-        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
-    ) -> None:
+    def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
         # Every column is set, the key columns too: a key equal under the target's collation but
         # spelt differently ('a' vs 'A') ends up as the new image's spelling, as after a re-insert.
         # VALUES(col) rather than MySQL 8.0.19's row alias: MariaDB has no row alias, and MySQL
         # still accepts VALUES() (deprecated since 8.0.20, with a warning).
+        names = [c.name for c in schema.columns]
         sets = ", ".join(f"{self.quote(n)}=VALUES({self.quote(n)})" for n in names)
-        self.write_rows(cur, schema, names, rows, f" ON DUPLICATE KEY UPDATE {sets}")
+        if images:
+            # Column by column straight from the images: no row tuples to transpose again.
+            columns = [[image.get(n) for image in images] for n in names]
+            self._write_columns(cur, schema, names, columns, f" ON DUPLICATE KEY UPDATE {sets}")
 
     def _executemany(
         self,

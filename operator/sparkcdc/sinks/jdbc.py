@@ -110,13 +110,12 @@ class JdbcSink(Sink):
             for chunk in _chunks(doomed, self._config.batch_rows):
                 pred = key_in_list_predicate(key, len(chunk), self._dialect.quote)
                 cur.execute(f"DELETE FROM {target} WHERE {pred}", [v for k in chunk for v in k])
-            if changes.upserts:
+            if upsert:
+                self._dialect.upsert_rows(cur, schema, list(changes.upserts.values()))
+            elif changes.upserts:
                 names = [c.name for c in schema.columns]
                 rows = [tuple(row.get(n) for n in names) for row in changes.upserts.values()]
-                if upsert:
-                    self._dialect.upsert_rows(cur, schema, names, rows)
-                else:
-                    self._dialect.write_rows(cur, schema, names, rows)
+                self._dialect.write_rows(cur, schema, names, rows)
 
     def evolve_table(
         self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -252,7 +252,5 @@ class PostgresDialect:
         # Rows arrive by COPY, which has no ON CONFLICT: the sink deletes the keys and appends.
         return False
 
-    def upsert_rows(
-        self, cur: Any, schema: TableSchema, names: Sequence[str], rows: Sequence[tuple[Any, ...]]
-    ) -> None:
+    def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
         raise SinkError("PostgreSQL targets are written by delete and COPY, not by upsert")
