@@ -43,3 +43,16 @@ def test_import_operator_from_the_repo_root_still_gives_the_standard_library() -
 def test_console_script_entry_point_resolves() -> None:
     module = importlib.import_module("sparkcdc.cli")
     assert callable(module.main)
+
+
+def test_the_operator_does_not_load_the_data_stack() -> None:
+    """The operator holds hundreds of pipelines in one process (issue 6: under 200 MiB); Spark,
+    Arrow, NumPy and the MySQL drivers belong to drivers, and importing them costs ~50 MiB."""
+    heavy = ("pyspark", "pyarrow", "numpy", "pymysql", "pymysqlreplication", "delta")
+    code = (
+        f"import sys, sparkcdc.controller.handlers\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO / "operator"
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import pymysql
@@ -38,6 +37,7 @@ from sparkcdc.sinks import sql as sink_sql
 from sparkcdc.sinks.base import SinkConfig, SinkError, writes_in_driver
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
 from sparkcdc.verify.canonical import HASH_HEX_DIGITS, mysql_row_text, postgres_row_text
+from sparkcdc.verify.sums import ChunkChecksum, RowHashes
 
 __all__ = [
     "ChunkChecksum",
@@ -51,24 +51,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+
 # Row key text (the canonical text of the row key columns) -> the row's 60-bit hash.
-RowHashes = dict[str, int]
-
-
-@dataclass(frozen=True)
-class ChunkChecksum:
-    rows: int
-    digest: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rows": self.rows, "digest": format(self.digest, "x")}
-
-    @classmethod
-    def of(cls, rows: RowHashes) -> ChunkChecksum:
-        """The checksum the aggregate query computes for these rows."""
-        return cls(len(rows), sum(rows.values()))
-
-
 def _escape(sql: str) -> str:
     """A SQL fragment made safe for drivers that format ``%s`` parameters into the text."""
     return sql.replace("%", "%%")

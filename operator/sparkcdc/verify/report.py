@@ -18,7 +18,7 @@ from rich.table import Table
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import Key, KeyValue, SnapshotSplit
 from sparkcdc.core.tables import TableId
-from sparkcdc.verify.checksum import ChunkChecksum
+from sparkcdc.verify.sums import ChunkChecksum
 
 __all__ = ["ChunkDiff", "PipelineReport", "TableReport", "render", "report_json", "write_report"]
 
