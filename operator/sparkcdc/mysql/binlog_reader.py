@@ -34,7 +34,7 @@ from pymysqlreplication.row_event import (
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.columns import Family
+from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig, connection_kwargs, source_error
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
@@ -86,6 +86,21 @@ def _read_time2(self: Any, column: Any) -> Any:
 
 
 RowsEvent._RowsEvent__read_time2 = _read_time2
+
+
+def complete_column(lib_col: Any, col: Column) -> None:
+    """Fill in what a table map leaves out of a library column (signedness, ENUM/SET labels,
+    charset) from the column's definition read from ``information_schema``."""
+    lib_col.unsigned = col.unsigned
+    if lib_col.type == FIELD_TYPE.ENUM and not lib_col.enum_values:
+        lib_col.enum_values = ["", *col.members]
+    elif lib_col.type == FIELD_TYPE.SET and not lib_col.set_values:
+        lib_col.set_values = list(col.members)
+    if getattr(lib_col, "character_set_name", None) is None:
+        if col.family in (Family.BINARY, Family.GEOMETRY):
+            lib_col.character_set_name = "binary"  # an unknown codec: bytes stay bytes
+        elif col.charset:
+            lib_col.character_set_name = col.charset
 
 
 def _is_clash(code: Any, message: str) -> bool:
@@ -262,16 +277,7 @@ class BinlogChangeReader:
         for lib_col, col in zip(event.columns, schema.columns, strict=True):
             if not lib_col.name:
                 lib_col.name = col.name
-            lib_col.unsigned = col.unsigned
-            if lib_col.type == FIELD_TYPE.ENUM and not lib_col.enum_values:
-                lib_col.enum_values = ["", *col.members]
-            elif lib_col.type == FIELD_TYPE.SET and not lib_col.set_values:
-                lib_col.set_values = list(col.members)
-            if getattr(lib_col, "character_set_name", None) is None:
-                if col.family in (Family.BINARY, Family.GEOMETRY):
-                    lib_col.character_set_name = "binary"  # an unknown codec: bytes stay bytes
-                elif col.charset:
-                    lib_col.character_set_name = col.charset
+            complete_column(lib_col, col)
 
     def _image(
         self, schema: TableSchema, values: dict[str, Any], none_sources: Mapping[str, str]

@@ -18,15 +18,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import pymysql
-from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import BinlogChangeReader, DdlStatement, _query_items, _ServerIdClashError
-from sparkcdc.mysql.columns import Family
+from sparkcdc.mysql.binlog_reader import (
+    BinlogChangeReader,
+    DdlStatement,
+    _query_items,
+    _ServerIdClashError,
+    complete_column,
+)
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
@@ -123,16 +127,7 @@ class StreamingChangeReader(BinlogChangeReader):
             if col is None:
                 continue  # dropped since: decoded by the library from the table map, then skipped
             lib_col.name = col.name
-            lib_col.unsigned = col.unsigned
-            if lib_col.type == FIELD_TYPE.ENUM and not lib_col.enum_values:
-                lib_col.enum_values = ["", *col.members]
-            elif lib_col.type == FIELD_TYPE.SET and not lib_col.set_values:
-                lib_col.set_values = list(col.members)
-            if getattr(lib_col, "character_set_name", None) is None:
-                if col.family in (Family.BINARY, Family.GEOMETRY):
-                    lib_col.character_set_name = "binary"
-                elif col.charset:
-                    lib_col.character_set_name = col.charset
+            complete_column(lib_col, col)
 
     def stream(self, start: BinlogOffset) -> Iterator[StreamItem]:
         """Changes from ``start`` on, interleaved with transaction boundaries, DDL statements and
