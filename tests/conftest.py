@@ -6,6 +6,8 @@
 * ``source_config`` (session): a ``SourceConfig`` for that account.
 * ``fresh_db`` (function): the name of a new empty database on it, dropped afterwards.
 * ``spark`` (session): a local ``local[2]`` SparkSession whose workers run this interpreter.
+* ``postgres`` (session, started on first use): a throwaway PostgreSQL from Debian's packages on a
+  free loopback port (``sparkcdc.testing.postgres``) with a non-superuser ``cdc`` login.
 
 Tests under ``tests/unit`` get the ``unit`` marker, ``tests/integration`` ``integration`` and
 ``tests/e2e`` ``e2e``, so ``pytest -m unit`` runs the fast ones.
@@ -25,6 +27,7 @@ from harness.mariadb import start_server, unique_name
 from harness.spark import local_session
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.testing.mariadb import MariaDBServer
+from sparkcdc.testing.postgres import PostgresServer
 
 _TESTS_DIR = Path(__file__).parent
 _KINDS = ("unit", "integration", "e2e")
@@ -73,3 +76,14 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    try:
+        server.start()
+        server.create_cdc_user("cdc")
+        yield server
+    finally:
+        server.cleanup()

@@ -5,9 +5,6 @@ change (a replay after a crash between the target's ALTER and the checkpoint) do
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-
-import pytest
 
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.tables import TableId
@@ -40,17 +37,6 @@ def _exercise(sink: JdbcSink, rows: object) -> None:
     assert len(sink.evolve_table(after, added, ("old",))) == 2
     assert sink.evolve_table(after, added, ("old",)) == []  # replayed: nothing left to do
     sink.apply_changes(after, TableChanges(T, {(3,): {"id": 3, "name": "c", "qty": 1}}, []))
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    try:
-        server.start()
-        server.create_cdc_user("cdc")
-        yield server
-    finally:
-        server.cleanup()
 
 
 def test_mariadb_target(mariadb: MariaDBServer) -> None:

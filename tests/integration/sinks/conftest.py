@@ -1,8 +1,6 @@
 """Fixtures for sink tests against real target databases.
 
-* ``postgres`` (session): a throwaway PostgreSQL from Debian's packages on a free loopback port
-  (``sparkcdc.testing.postgres``), with a non-superuser ``cdc`` login
-  (``postgres.cdc_user`` / ``postgres.cdc_password`` attributes set here).
+* ``postgres`` (session, tests/conftest.py): the shared throwaway PostgreSQL.
 * ``pg_database`` (function): a new database owned by ``cdc``, dropped afterwards. Its default
   collation is ICU ``en-US`` where the server supports it, so PostgreSQL's own text order is a
   linguistic one that differs from both byte order and MySQL's collations.
@@ -16,17 +14,6 @@ from collections.abc import Iterator
 import pytest
 
 from sparkcdc.testing.postgres import PostgresServer, quote_ident
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    try:
-        server.start()
-        server.create_cdc_user("cdc")
-        yield server
-    finally:
-        server.cleanup()
 
 
 @pytest.fixture

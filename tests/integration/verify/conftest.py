@@ -1,6 +1,6 @@
 """Fixtures of the verification tests (helpers in verify_support.py).
 
-* ``postgres`` (session): a throwaway PostgreSQL (``sparkcdc.testing.postgres``) with a ``cdc`` login.
+* ``postgres`` (session, tests/conftest.py): the shared throwaway PostgreSQL.
 * ``replica`` (function): a ``Replica`` — a fresh source database on the shared MariaDB, its
   replica database ``<source>_replica`` on the same server, a work directory; ``replica.pg()``
   adds a PostgreSQL sink database.
@@ -17,17 +17,6 @@ from verify_support import Replica
 
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer, quote_ident
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    try:
-        server.start()
-        server.create_cdc_user("cdc")
-        yield server
-    finally:
-        server.cleanup()
 
 
 @pytest.fixture
