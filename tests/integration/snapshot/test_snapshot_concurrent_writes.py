@@ -181,7 +181,8 @@ def _transaction_ends(scenario: Scenario, since: BinlogOffset) -> dict[str, Binl
             f"SHOW BINLOG EVENTS IN '{file}' FROM {start}"
         ):
             if kind == "Gtid":
-                gtid = str(info).split()[-1]
+                # "BEGIN GTID 0-1-7", or "BEGIN GTID 0-1-7 cid=42" when group-committed.
+                gtid = str(info).split("GTID", 1)[1].split()[0]
             elif gtid is not None and (kind == "Xid" or (kind == "Query" and str(info) == "COMMIT")):
                 ends[gtid] = BinlogOffset(file, int(end))
                 gtid = None
