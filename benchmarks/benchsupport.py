@@ -284,17 +284,20 @@ def run_sparkcdc(
     exit_when_caught_up: bool = True,
     watch: dict[str, Callable[[], bool]] | None = None,
     on_start: Callable[[subprocess.Popen[bytes], list[tuple[float, str]]], None] | None = None,
+    command: Sequence[str] | None = None,
 ) -> Run:
     """Run ``python -m sparkcdc run MANIFEST --state-dir DIR [--exit-when-caught-up]`` to its end.
 
     ``watch`` maps a name to a condition polled every 10 ms; the run records when each first held
     (``Run.marks``, seconds since start, and ``Run.cpu_marks``, the tree's CPU seconds by then).
     ``on_start(process, lines)`` runs in a thread of its
-    own once the process is started (``lines`` fills with its stderr as it comes).
+    own once the process is started (``lines`` fills with its stderr as it comes). ``command``
+    runs instead of ``sparkcdc run`` (with the same environment and measurements).
     """
-    command = [sys.executable, "-m", "sparkcdc", "run", str(manifest), "--state-dir", str(state_dir)]
-    if exit_when_caught_up:
-        command.append("--exit-when-caught-up")
+    if command is None:
+        command = [sys.executable, "-m", "sparkcdc", "run", str(manifest), "--state-dir", str(state_dir)]
+        if exit_when_caught_up:
+            command.append("--exit-when-caught-up")
     lines: list[tuple[float, str]] = []
     marks: dict[str, float] = {}
     cpu_marks: dict[str, float] = {}

@@ -1,0 +1,58 @@
+"""A snapshot by a driver whose Spark is already up: the snapshot engine's own rate.
+
+DESIGN §4 compares read paths in warm runs, and a driver on Kubernetes keeps its session for the
+pipeline's life, so what a snapshot of a table costs there excludes the JVM's and the workers'
+start-up. This script does what ``sparkcdc run MANIFEST`` does (``local.py``: the manifest's
+runtime, a local context, a ``PipelineDriver`` with a file checkpoint store), except that it
+starts the context and its Python workers (with the modules a snapshot task imports) first,
+then creates the file ``READY`` in the state directory and runs the snapshot. snapshot.py times
+the run from ``READY`` to the checkpoint saying the snapshot is done.
+
+Usage: python benchmarks/snapshot_warm.py MANIFEST STATE_DIR
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from sparkcdc.api.manifest import load_manifests
+from sparkcdc.local import runtimes_of
+from sparkcdc.spark.lazy_session import LazySession
+from sparkcdc.spark.listener import PipelineListener
+from sparkcdc.spark.pipeline import PipelineDriver
+from sparkcdc.spark.session import create_context, local_master
+from sparkcdc.state.file_store import FileCheckpointStore
+
+READY = "READY"
+
+
+def _warm(spark: LazySession, workers: int, modules: list[str]) -> None:
+    def imports(_: Iterable[int]) -> Iterator[int]:
+        for name in modules:
+            importlib.import_module(name)
+        yield 0
+
+    spark.sparkContext.parallelize(range(workers), workers).mapPartitions(imports).collect()
+
+
+def main(manifest: str, state_dir: str) -> int:
+    (runtime,) = runtimes_of(load_manifests([manifest]))
+    parallelism = runtime.pipeline.spec.snapshot.parallelism
+    spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism)))
+    try:
+        _warm(spark, parallelism, ["sparkcdc.spark.snapshot", type(runtime.sink).__module__])
+        state = Path(state_dir)
+        state.mkdir(parents=True, exist_ok=True)
+        (state / READY).touch()
+        store = FileCheckpointStore(state, runtime.name)
+        PipelineDriver(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
