@@ -20,6 +20,8 @@ tested against the single reader yet).
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,8 +55,19 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
 from sparkcdc.spark.listener import PipelineListener
+from sparkcdc.spark.session import executors_ready, warm_up
 
-__all__ = ["CatchupRunner", "CatchupSettings", "RangeResult", "catchup_settings", "read_range"]
+__all__ = [
+    "IN_DRIVER_ENV",
+    "CatchupRunner",
+    "CatchupSettings",
+    "RangeResult",
+    "catchup_settings",
+    "read_range",
+]
+
+# "auto" (default): the driver decodes rounds while Spark starts; "never": rounds wait for Spark.
+IN_DRIVER_ENV = "SPARKCDC_CATCHUP_IN_DRIVER"
 
 _MIN_RANGE_BYTES = 64 * 1024
 _MAX_RANGE_BYTES = 64 * 1024 * 1024  # bounds what one task holds and the driver absorbs per range
@@ -142,6 +155,9 @@ def _read_python(context: RangeContext, window: CatchupRange, server_id: int) ->
     raise SourceError(f"the binlog ended at {reader.position} before catch-up range {window} ended")
 
 
+Decoded = tuple[list[RangeResult], str]  # a round's results in range order, and who decoded them
+
+
 class CatchupRunner:
     """Catches the stream up from ``start`` in parallel while the backlog is over the threshold."""
 
@@ -161,6 +177,7 @@ class CatchupRunner:
         self._listener = listener
         self._commit = commit  # adds what the streamer keeps (failed tables), saves, returns
         self._flavor = "mariadb"
+        self._on_spark = threading.Event()  # a round was submitted to Spark
 
     def run(
         self,
@@ -173,6 +190,8 @@ class CatchupRunner:
             ranges = self.plan(start)
             if not ranges:
                 break
+            width = len(self._settings.server_ids)
+            warm_up(self._settings.spark, width, [__name__], lambda: not self._on_spark.is_set())
             schemas = dict(self._schemas)
             native = native_eligible(self._source, schemas) and decoder_path() is not None
             self._listener.message(
@@ -217,11 +236,11 @@ class CatchupRunner:
         rounds = [ranges[i : i + width] for i in range(0, len(ranges), width)]
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkcdc-catchup")
         try:
-            pending: Future[list[RangeResult]] | None = pool.submit(self._decode, context, rounds[0])
+            pending: Future[Decoded] | None = pool.submit(self._decode, context, rounds[0])
             for i, windows in enumerate(rounds):
                 assert pending is not None
                 waited = time.monotonic()
-                results = pending.result()
+                results, decoder = pending.result()
                 more = i + 1 < len(rounds) and not should_stop()
                 pending = pool.submit(self._decode, context, rounds[i + 1]) if more else None
                 applying = time.monotonic()
@@ -229,7 +248,7 @@ class CatchupRunner:
                 self._listener.message(
                     f"catch-up round {i + 1}/{len(rounds)} committed at {windows[-1].stop}: "
                     f"{sum(r.events for r in results):,} row events; decoded in "
-                    f"{max(r.seconds for r in results):.1f}s by its tasks, waited {applying - waited:.1f}s "
+                    f"{max(r.seconds for r in results):.1f}s by {decoder}, waited {applying - waited:.1f}s "
                     f"for that, applied in {time.monotonic() - applying:.1f}s"
                 )
                 start = windows[-1].stop
@@ -239,16 +258,26 @@ class CatchupRunner:
             pool.shutdown(wait=True, cancel_futures=True)
         return checkpoint, start
 
-    def _decode(self, context: RangeContext, windows: Sequence[CatchupRange]) -> list[RangeResult]:
-        """One Spark job: one task per range, each under its own server id."""
+    def _decode(self, context: RangeContext, windows: Sequence[CatchupRange]) -> Decoded:
+        """One Spark job: one task per range, each under its own server id. While Spark is still
+        starting (seconds for a local JVM, minutes for executor pods) the driver decodes the
+        round itself instead of waiting: the same ``read_range`` under the same ids, one thread
+        per range (the Go decoder runs in a process of its own; Python decoding shares the GIL)."""
         pairs = list(zip(windows, self._settings.server_ids, strict=False))
 
         def task(pair: tuple[CatchupRange, int]) -> RangeResult:
             return read_range(context, pair[0], pair[1])
 
-        rdd = self._settings.spark.sparkContext.parallelize(pairs, len(pairs))
-        results: list[RangeResult] = rdd.map(task).collect()
-        return sorted(results, key=lambda r: r.index)
+        decoder = "its tasks"
+        if os.environ.get(IN_DRIVER_ENV, "auto") != "never" and not executors_ready(self._settings.spark):
+            decoder = "the driver (Spark starting)"
+            with ThreadPoolExecutor(len(pairs), thread_name_prefix="sparkcdc-catchup-driver") as threads:
+                results = list(threads.map(task, pairs))
+        else:
+            self._on_spark.set()
+            rdd = self._settings.spark.sparkContext.parallelize(pairs, len(pairs))
+            results = rdd.map(task).collect()
+        return sorted(results, key=lambda r: r.index), decoder
 
     def _apply(self, results: Sequence[RangeResult], end: BinlogOffset, checkpoint: Checkpoint) -> Checkpoint:
         """Absorb a round's ranges in binlog order, apply per table, then checkpoint ``end``."""

@@ -156,6 +156,21 @@ def _finish_archive(partial: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
+def executors_ready(spark: Any) -> bool:
+    """Whether a job submitted to ``spark`` now would run right away: the session has started
+    (a ``LazySession`` may still be starting it) and, on a cluster, an executor has registered
+    (executor pods can take much longer to come up than the driver)."""
+    if not getattr(spark, "started", True):
+        return False
+    context = spark.sparkContext
+    if str(context.master).startswith("local"):
+        return True
+    try:
+        return int(context._jsc.sc().getExecutorIds().size()) > 0
+    except Exception:  # the JVM API moved: assume ready, as before this check existed
+        return True
+
+
 def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[], bool]) -> None:
     """Start ``spark`` (e.g. a ``LazySession``) on a daemon thread, concurrently with the caller's
     planning; if it is up while ``needed()`` still holds (no snapshot wave submitted yet), also

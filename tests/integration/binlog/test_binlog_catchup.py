@@ -4,10 +4,11 @@ One backlog — inserts, updates, key changes (single and composite keys), delet
 transactions over three tables — is applied from the same start offset by three pipelines: one
 with catch-up off (``parallelCatchupThresholdBytes: 0``, the single reader) and two that always
 catch up in parallel (threshold 1 byte), with the Go decoder and with python-mysql-replication
-(``SPARKCDC_BINLOG_DECODER=python``). The replicas must equal each other and the source row for
-row. A second pipeline is killed (SIGKILL) after catch-up committed its first round
-and again while its Spark tasks decode, and must converge on restart. A third takes an
-``initial`` snapshot while a writer runs, so catch-up starts at the minimum high watermark
+(``SPARKCDC_BINLOG_DECODER=python``); the first decodes its first round in the driver while Spark
+starts, the second waits for Spark (``SPARKCDC_CATCHUP_IN_DRIVER=never``). The replicas must equal
+each other and the source row for row. A second pipeline is killed (SIGKILL) after catch-up
+committed its first round and again while its first round decodes, and must converge on restart.
+A third takes an ``initial`` snapshot while a writer runs, so catch-up starts at the minimum high watermark
 and its tasks must apply the per-split filter of the handoff exactly. A fourth backlog holds an
 ADD COLUMN: catch-up ends before it, the live reader follows the schema change, and the replica
 equals the single reader's.
@@ -23,6 +24,7 @@ from binlog_support import Case
 from harness.runner import run_sparkcdc, subprocess_env
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.mysql.binlog_native import DECODER_ENV
+from sparkcdc.spark.catchup import IN_DRIVER_ENV
 
 TABLES = ["a", "b", "c"]
 SINGLE = {"parallelCatchupThresholdBytes": 0}
@@ -103,12 +105,17 @@ def test_parallel_catchup_matches_single_reader(case: Case) -> None:
     start = build_backlog(case, rounds=6, per=2000)
     single = case.run_ok(_manifest(case, "single", start, SINGLE))
     assert "parallel catch-up" not in single.stderr + single.stdout
-    # The Go decoder where it is exact (this backlog: everywhere), and python-mysql-replication.
+    # The Go decoder where it is exact (this backlog: everywhere), its first round decoded by the
+    # driver while Spark starts; and python-mysql-replication, every round in Spark tasks.
     parallel = case.run_ok(_manifest(case, "parallel", start, PARALLEL))
-    assert "Go decoder" in parallel.stderr + parallel.stdout, parallel.describe()
-    env = subprocess_env({DECODER_ENV: "python"})
+    log = parallel.stderr + parallel.stdout
+    assert "Go decoder" in log and "round 1/" in log, parallel.describe()
+    assert "by the driver" in log.split("round 1/")[1].split("\n")[0], log
+    env = subprocess_env({DECODER_ENV: "python", IN_DRIVER_ENV: "never"})
     python = run_sparkcdc(_manifest(case, "python", start, PARALLEL), case.state_dir, case.log_dir, env=env)
-    assert python.returncode == 0 and "Python decoder" in python.stderr + python.stdout, python.describe()
+    log = python.stderr + python.stdout
+    assert python.returncode == 0 and "Python decoder" in log, python.describe()
+    assert "by its tasks" in log and "by the driver" not in log, log
     for table in TABLES:
         single_rows = sorted(case.rows(case.sink_db("single"), table))
         assert single_rows == sorted(case.rows(case.sink_db("parallel"), table)), table
