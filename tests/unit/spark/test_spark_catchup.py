@@ -1,4 +1,5 @@
-"""When parallel catch-up is on, and which server ids its tasks take (spark/catchup.py)."""
+"""When parallel catch-up is on, which server ids its tasks take, and when Spark is ready for a
+round (spark/catchup.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 from sparkcdc.api.spec import CdcPipelineSpec
 from sparkcdc.spark.catchup import catchup_settings
+from sparkcdc.spark.lazy_session import LazySession
+from sparkcdc.spark.session import executors_ready
 from sparkcdc.spark.streaming import live_reader_server_id
 
 pytestmark = pytest.mark.unit
@@ -44,3 +47,18 @@ def test_off_when_disabled_for_net_effect_less_sinks_or_without_a_spare_id() -> 
     assert catchup_settings("spark", (100, 100), spec()) is None
     on = catchup_settings("spark", (100, 103), spec(parallelCatchupThresholdBytes=5))
     assert on is not None and on.threshold_bytes == 5
+
+
+def test_a_session_still_starting_is_not_ready_and_one_started_is() -> None:
+    started: list[bool] = []
+    lazy = LazySession(lambda: started.append(True))
+    assert not executors_ready(lazy)
+    assert started == []  # asking does not start it: the driver decodes meanwhile
+
+    class Context:
+        master = "local[2,2]"
+
+    class Session:
+        sparkContext = Context()  # noqa: N815 (the name SparkSession gives it)
+
+    assert executors_ready(Session())
