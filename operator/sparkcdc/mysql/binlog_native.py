@@ -42,7 +42,7 @@ from sparkcdc.mysql.types import canonical_value
 __all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "native_eligible"]
 
 DECODER_ENV = "SPARKCDC_BINLOG_DECODER"  # "python" | "auto" (default) | a path to the binary
-DECODER_VERSION = "2"  # bump with hack/binlogdec/ changes: the build script caches by it
+DECODER_VERSION = "3"  # bump with hack/binlogdec/ changes: the build script caches by it
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
 _UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
 _EPOCH = dt.datetime(1970, 1, 1)

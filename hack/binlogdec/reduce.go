@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// tableMap is one table definition as the binlog maps it, shared by every image cut with it; the
+// raw events are kept to decode the surviving images with go-mysql at the end (render.go).
+type tableMap struct {
+	layout *layout
+	format []byte // the format description event in force when the table map was read
+	raw    []byte // the table map event
+}
+
+// entry is the last image of one key: its bytes as cut from the rows event (a view of the event,
+// which go-mysql reads into a buffer of its own per packet) and whether it removed the row.
+type entry struct {
+	image   []byte
+	table   *tableMap
+	deleted bool
+}
+
+// reduced is one table's net effect: the last image of every key, whose last change either left a
+// row (an upsert) or removed it (a delete: disjoint, as core/merge.py's BackfillChanges).
+type reduced struct {
+	spec    tableSpec
+	text    []bool
+	all     []int                // every column position: an upsert's values
+	maps    map[string]*tableMap // by definition (mapKey), so a range's many table maps share one
+	index   map[string]int       // key -> entries
+	entries []entry
+}
+
+func newReduced(spec tableSpec) *reduced {
+	text := make([]bool, spec.Columns)
+	for _, i := range spec.Text {
+		text[i] = true
+	}
+	all := make([]int, spec.Columns)
+	for i := range all {
+		all[i] = i
+	}
+	return &reduced{spec: spec, text: text, all: all, maps: map[string]*tableMap{}, index: map[string]int{}}
+}
+
+// mapKey identifies what decoding an image depends on: the columns' types and metadata.
+func mapKey(t *replication.TableMapEvent) string {
+	var b bytes.Buffer
+	b.Write(t.ColumnType)
+	for _, m := range t.ColumnMeta {
+		b.WriteByte(byte(m))
+		b.WriteByte(byte(m >> 8))
+	}
+	return b.String()
+}
+
+// tableMap interns the definition of a table map event read under the given format description; nil
+// when its column count is not the request's (the table's rows events are unsupported then).
+func (r *reduced) tableMap(t *replication.TableMapEvent, format, raw []byte) (*tableMap, error) {
+	if int(t.ColumnCount) != r.spec.Columns {
+		return nil, nil
+	}
+	k := mapKey(t)
+	if m := r.maps[k]; m != nil && bytes.Equal(m.format, format) {
+		return m, nil
+	}
+	l, err := newLayout(t, r.spec, r.text)
+	if err != nil {
+		return nil, err
+	}
+	m := &tableMap{layout: l, format: format, raw: raw}
+	r.maps[k] = m
+	return m, nil
+}
+
+func (r *reduced) put(key []byte, e entry) {
+	if i, ok := r.index[string(key)]; ok {
+		r.entries[i] = e
+		return
+	}
+	r.index[string(key)] = len(r.entries)
+	r.entries = append(r.entries, e)
+}
+
+// apply reduces the rows of one rows event (body: the images, after the event's header) into the
+// table, as core/merge.py's collapse does: an update that changes the key is a delete of the old key
+// and an insert of the new one. It returns the row events applied.
+func (r *reduced) apply(ev *replication.RowsEvent, table *tableMap, body []byte) (int, error) {
+	kind := ev.Type()
+	if kind == replication.EnumRowsEventTypeUnknown {
+		return 0, unsupported{fmt.Sprintf("rows event type %v", kind)}
+	}
+	columns := int(ev.ColumnCount)
+	if !fullImage(ev.ColumnBitmap1, columns) ||
+		(kind == replication.EnumRowsEventTypeUpdate && !fullImage(ev.ColumnBitmap2, columns)) {
+		return 0, unsupported{"a partial row image (binlog_row_image is not FULL)"}
+	}
+	if kind == replication.EnumRowsEventTypeUpdate {
+		return r.applyUpdates(table, body)
+	}
+	var key []byte
+	rows := 0
+	for pos := 0; pos < len(body); rows++ {
+		n, k, err := table.layout.cut(body[pos:], key[:0])
+		if err != nil {
+			return 0, err
+		}
+		r.put(k, entry{body[pos : pos+n : pos+n], table, kind == replication.EnumRowsEventTypeDelete})
+		key, pos = k, pos+n
+	}
+	return rows, nil
+}
+
+// applyUpdates reduces an update rows event's pairs of before and after images.
+func (r *reduced) applyUpdates(table *tableMap, body []byte) (int, error) {
+	var before, after []byte
+	rows := 0
+	for pos := 0; pos < len(body); rows++ {
+		n, b, err := table.layout.cut(body[pos:], before[:0])
+		if err != nil {
+			return 0, err
+		}
+		m, a, err := table.layout.cut(body[pos+n:], after[:0])
+		if err != nil {
+			return 0, err
+		}
+		if !bytes.Equal(b, a) {
+			r.put(b, entry{body[pos : pos+n : pos+n], table, true})
+		}
+		pos += n
+		r.put(a, entry{body[pos : pos+m : pos+m], table, false})
+		before, after, pos = b, a, pos+m
+	}
+	return rows, nil
+}

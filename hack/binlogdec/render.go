@@ -1,0 +1,266 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// chunkBytes bounds the images decoded at once (one synthetic rows event each).
+const chunkBytes = 1 << 20
+
+// imageDecoder decodes cut images with go-mysql's own RowsEvent decoding, so the values are exactly
+// those it would have produced while streaming: the images of one table map are wrapped in a write
+// rows event of their own and parsed after the format description and table map events they were
+// read under.
+type imageDecoder struct {
+	parser   *replication.BinlogParser
+	format   *replication.FormatDescriptionEvent
+	tableID  uint64
+	columns  int
+	types    []byte
+	template []byte // the synthetic event up to its images
+}
+
+func newImageDecoder(flavor string, m *tableMap) (*imageDecoder, error) {
+	parser := newParser(flavor)
+	fde, err := parser.Parse(m.format)
+	if err != nil {
+		return nil, err
+	}
+	tm, err := parser.Parse(m.raw)
+	if err != nil {
+		return nil, err
+	}
+	table := tm.Event.(*replication.TableMapEvent)
+	d := &imageDecoder{
+		parser:  parser,
+		format:  fde.Event.(*replication.FormatDescriptionEvent),
+		tableID: table.TableID,
+		columns: int(table.ColumnCount),
+		types:   table.ColumnType,
+	}
+	return d, d.buildTemplate()
+}
+
+// buildTemplate lays out a WRITE_ROWS_EVENTv1 header and post-header for the table (every column
+// present), leaving the header's event size to fill in per chunk.
+func (d *imageDecoder) buildTemplate() error {
+	lengths := d.format.EventTypeHeaderLengths
+	if len(lengths) < int(replication.WRITE_ROWS_EVENTv1) {
+		return fmt.Errorf("the format description event has no write rows event")
+	}
+	idSize := 6
+	if lengths[replication.WRITE_ROWS_EVENTv1-1] == 6 {
+		idSize = 4
+	}
+	b := make([]byte, replication.EventHeaderSize, replication.EventHeaderSize+idSize+16)
+	b[4] = byte(replication.WRITE_ROWS_EVENTv1)
+	for i := 0; i < idSize; i++ {
+		b = append(b, byte(d.tableID>>(8*i)))
+	}
+	b = append(b, 0, 0) // flags: not the statement's end, so the parser keeps the table map
+	b = append(b, mysql.PutLengthEncodedInt(uint64(d.columns))...)
+	for i := 0; i < (d.columns+7)/8; i++ {
+		bits := byte(0xFF)
+		if rest := d.columns - 8*i; rest < 8 {
+			bits = byte(1<<rest - 1)
+		}
+		b = append(b, bits)
+	}
+	d.template = b
+	return nil
+}
+
+// decode returns the values of the images, in order.
+func (d *imageDecoder) decode(images [][]byte) ([][]interface{}, error) {
+	event := append([]byte(nil), d.template...)
+	for _, image := range images {
+		event = append(event, image...)
+	}
+	if d.format.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
+		event = append(event, 0, 0, 0, 0) // sized first: the checksum covers the header
+	}
+	binary.LittleEndian.PutUint32(event[9:], uint32(len(event)))
+	if d.format.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
+		binary.LittleEndian.PutUint32(event[len(event)-4:], crc32.ChecksumIEEE(event[:len(event)-4]))
+	}
+	ev, err := d.parser.Parse(event)
+	if err != nil {
+		return nil, err
+	}
+	rows := ev.Event.(*replication.RowsEvent).Rows
+	if len(rows) != len(images) {
+		return nil, fmt.Errorf("decoded %d row images of %d", len(rows), len(images))
+	}
+	return rows, nil
+}
+
+// tableOut collects one table's answer as JSON arrays of rows.
+type tableOut struct {
+	upserts, deletes []byte
+}
+
+// render decodes the table's surviving images, a chunk of one table map at a time, into out.
+func (r *reduced) render(flavor string, out *tableOut) error {
+	groups := map[*tableMap][]int{}
+	var order []*tableMap
+	for i, e := range r.entries {
+		if groups[e.table] == nil {
+			order = append(order, e.table)
+		}
+		groups[e.table] = append(groups[e.table], i)
+	}
+	for _, m := range order {
+		d, err := newImageDecoder(flavor, m)
+		if err != nil {
+			return err
+		}
+		if err := r.renderGroup(d, groups[m], out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reduced) renderGroup(d *imageDecoder, indexes []int, out *tableOut) error {
+	var images [][]byte
+	for start := 0; start < len(indexes); {
+		end, size := start, 0
+		images = images[:0]
+		for ; end < len(indexes) && (size < chunkBytes || end == start); end++ {
+			image := r.entries[indexes[end]].image
+			images, size = append(images, image), size+len(image)
+		}
+		rows, err := d.decode(images)
+		if err != nil {
+			return err
+		}
+		for i, values := range rows {
+			if err := r.appendRow(out, r.entries[indexes[start+i]].deleted, values, d.types); err != nil {
+				return err
+			}
+		}
+		start = end
+	}
+	return nil
+}
+
+// appendRow adds an upsert's values, or a delete's key values, to the table's answer.
+func (r *reduced) appendRow(out *tableOut, deleted bool, values []interface{}, types []byte) error {
+	dst, columns := &out.upserts, r.all
+	if deleted {
+		dst, columns = &out.deletes, r.spec.Key
+	}
+	b := *dst
+	if len(b) > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, '[')
+	for j, c := range columns {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = r.appendValue(b, c, values[c], types[c]); err != nil {
+			return err
+		}
+	}
+	*dst = append(b, ']')
+	return nil
+}
+
+func isText(columnType byte) bool {
+	switch columnType {
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING:
+		return true
+	}
+	return false
+}
+
+// appendValue renders one decoded value: integers as numbers (BIT unsigned), strings of UTF-8 columns
+// as text, other strings and bytes base64-encoded, except the decoder's own renderings (DECIMAL,
+// temporal values), which are ASCII text.
+func (r *reduced) appendValue(b []byte, i int, v interface{}, columnType byte) ([]byte, error) {
+	if bits, ok := v.(int64); ok && columnType == mysql.MYSQL_TYPE_BIT {
+		v = uint64(bits) // BIT(64) with its top bit set is not a negative number
+	}
+	if r.text[i] {
+		if raw, ok := v.([]byte); ok {
+			v = string(raw)
+		}
+		if str, ok := v.(string); ok {
+			if !utf8.ValidString(str) {
+				return nil, unsupported{"a string that is not UTF-8 in a UTF-8 column"}
+			}
+			return appendString(b, str)
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case []byte:
+		return appendBase64(b, x), nil
+	case string:
+		if isText(columnType) {
+			return appendBase64(b, []byte(x)), nil
+		}
+		return appendString(b, x)
+	case int8:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int16:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case uint8:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint16:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint64:
+		return strconv.AppendUint(b, x, 10), nil
+	case float32:
+		return appendJSON(b, float64(x))
+	case float64:
+		return appendJSON(b, x)
+	}
+	return nil, unsupported{fmt.Sprintf("value of Go type %T", v)}
+}
+
+func appendBase64(b []byte, raw []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, raw)
+	return append(b, '"')
+}
+
+// appendString quotes s as encoding/json does; the common plain ASCII takes a shortcut.
+func appendString(b []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7F || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendJSON(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
+}
+
+func appendJSON(b []byte, v interface{}) ([]byte, error) {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, enc...), nil
+}
