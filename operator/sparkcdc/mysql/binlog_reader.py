@@ -13,16 +13,25 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import pymysql
-from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
+from pymysqlreplication.event import (
+    FormatDescriptionEvent,
+    HeartbeatLogEvent,
+    MariadbBinLogCheckPointEvent,
+    MariadbGtidListEvent,
+    PreviousGtidsEvent,
+    QueryEvent,
+    RotateEvent,
+    StopEvent,
+    XidEvent,
+)
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
     RowsEvent,
@@ -34,19 +43,32 @@ from pymysqlreplication.row_event import (
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_connection import ServerIdClashError, StoppedError, StreamConnection, is_clash
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig, connection_kwargs, source_error
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import binlog_row_to_canonical
 
-__all__ = ["BinlogChangeReader", "DdlStatement", "read_changes"]
+__all__ = ["OUTSIDE_TRANSACTIONS", "BinlogChangeReader", "DdlStatement", "read_changes"]
 
 log = logging.getLogger(__name__)
 
+# Events only ever written between transactions (at the head of a binlog file, or MariaDB's
+# binlog checkpoints): the position after one is a transaction boundary. A rotated binlog ends
+# in them, so without them a reader that has read up to the end would not know it until the
+# next transaction or heartbeat.
+OUTSIDE_TRANSACTIONS = (
+    FormatDescriptionEvent,
+    StopEvent,
+    MariadbGtidListEvent,
+    MariadbBinLogCheckPointEvent,
+    PreviousGtidsEvent,
+)
 # Rows events carry the data; TableMap lets us fill in metadata the server did not log; Xid,
-# Query and Rotate are cheap to decode and tell us where we are between our tables' events,
-# so a bounded read stops at its end instead of running on to the end of the binlog.
+# Query, Rotate and the events above are cheap to decode and tell us where we are between our
+# tables' events, so a bounded read stops at its end instead of running on to the end of the
+# binlog.
 _EVENTS = [
     WriteRowsEvent,
     UpdateRowsEvent,
@@ -56,8 +78,8 @@ _EVENTS = [
     XidEvent,
     QueryEvent,
     HeartbeatLogEvent,
+    *OUTSIDE_TRANSACTIONS,
 ]
-_LOST = (2013, 2006)  # CR_SERVER_LOST, CR_SERVER_GONE_ERROR
 # How often a reader may lose its stream before we call it a server-id clash: when a replica
 # registers with an id in use, the source ends the older connection, with error 4052 (MariaDB) or
 # 1236 (MySQL) when it was idle, but by just closing it when it was busy sending.
@@ -103,39 +125,6 @@ def complete_column(lib_col: Any, col: Column) -> None:
             lib_col.character_set_name = col.charset
 
 
-def _is_clash(code: Any, message: str) -> bool:
-    # MariaDB: 4052 ER_SLAVE_SAME_ID "A slave with the same server_uuid/server_id is already
-    # connected"; MySQL: 1236 "A slave with the same server_uuid/server_id as this slave has
-    # connected to the master".
-    return code == 4052 or (code == 1236 and "same server" in message)
-
-
-class _ServerIdClashError(Exception):
-    """Raised inside the stream connection; not an OperationalError, so the library does not
-    swallow it with a silent reconnect."""
-
-
-class _StreamConnection(pymysql.connections.Connection):
-    def __init__(self, *args: Any, on_lost: Any, **kwargs: Any) -> None:
-        self._on_lost = on_lost
-        if "db" in kwargs:  # the library still uses PyMySQL's deprecated name
-            kwargs["database"] = kwargs.pop("db")
-        super().__init__(*args, **kwargs)
-
-    def _read_packet(self, packet_type: Any = MysqlPacket) -> Any:
-        read: Callable[[Any], Any] = super()._read_packet
-        try:
-            return read(packet_type)
-        except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else None
-            message = str(exc.args[1]) if len(exc.args) > 1 else ""
-            if _is_clash(code, message):
-                raise _ServerIdClashError(message) from None
-            if code in _LOST:
-                self._on_lost(exc)
-            raise
-
-
 class BinlogChangeReader:
     """Row changes of ``schemas``' tables, read from the binlog as replica ``server_id``."""
 
@@ -155,6 +144,7 @@ class BinlogChangeReader:
         self._heartbeat = heartbeat_seconds
         self._stream: BinLogStreamReader | None = None
         self._stop_requested = threading.Event()
+        self._connections: list[StreamConnection] = []
         self._losses = 0
         self.position: BinlogOffset | None = None
 
@@ -175,17 +165,26 @@ class BinlogChangeReader:
             self._stream = None
 
     def request_stop(self) -> None:
-        """Make a running ``read``/``stream`` return after its current event; safe from any thread.
+        """Make a running ``read``/``stream`` return promptly; safe from any thread.
 
-        A blocking reader notices at its next event, so give it ``heartbeat_seconds``. Do not
-        ``close()`` it from another thread instead: that deadlocks with the blocked socket read.
+        A read blocked waiting for the next event is woken (its connections are shut down), so
+        the call does not wait for a heartbeat. Events not yet returned are dropped. Do not
+        ``close()`` the reader from another thread instead: that races the blocked socket read.
         """
         self._stop_requested.set()
+        for conn in list(self._connections):
+            conn.interrupt()
+
+    def _begin(self) -> None:
+        """Reset the per-read state (``close()`` first)."""
+        self._losses = 0
+        self._stop_requested.clear()
+        self._connections = []
 
     def _on_lost(self, exc: BaseException) -> None:
         self._losses += 1
         if self._losses >= _MAX_LOSSES:
-            raise _ServerIdClashError(str(exc))
+            raise ServerIdClashError(str(exc))
 
     def _clash_error(self) -> SourceError:
         return SourceError(
@@ -210,15 +209,16 @@ class BinlogChangeReader:
             only_tables=sorted({t.table for t in tables}),
             slave_heartbeat=self._heartbeat,
             enable_logging=False,
-            pymysql_wrapper=lambda **kw: _StreamConnection(on_lost=self._on_lost, **kw),
+            pymysql_wrapper=lambda **kw: StreamConnection(
+                on_lost=self._on_lost, stopping=self._stop_requested, opened=self._connections.append, **kw
+            ),
         )
 
     def read(self, start: BinlogOffset, stop: BinlogOffset | None = None) -> Iterator[ChangeEvent]:
         """Changes after ``start`` up to and including ``stop`` (``None``: to the end, or forever
         when blocking). ``start`` must be an event boundary (a watermark or an event's offset)."""
         self.close()
-        self._losses = 0
-        self._stop_requested.clear()
+        self._begin()
         self.position = start
         if stop is not None and not stop > start:
             return
@@ -233,7 +233,9 @@ class BinlogChangeReader:
                     yield from self._changes(event, position)
                 if (stop is not None and position >= stop) or self._stop_requested.is_set():
                     return
-        except _ServerIdClashError:
+        except StoppedError:
+            return
+        except ServerIdClashError:
             raise self._clash_error() from None
         except pymysql.err.MySQLError as exc:
             raise self._stream_error(exc, start) from None
@@ -248,7 +250,7 @@ class BinlogChangeReader:
     def _stream_error(self, exc: pymysql.err.MySQLError, start: BinlogOffset) -> SourceError:
         code = exc.args[0] if exc.args else None
         message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-        if _is_clash(code, message):
+        if is_clash(code, message):
             return self._clash_error()
         if code == 1236:
             return SourceError(

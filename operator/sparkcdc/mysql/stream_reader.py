@@ -24,11 +24,12 @@ from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog_connection import ServerIdClashError, StoppedError
 from sparkcdc.mysql.binlog_reader import (
+    OUTSIDE_TRANSACTIONS,
     BinlogChangeReader,
     DdlStatement,
     _query_items,
-    _ServerIdClashError,
     complete_column,
 )
 from sparkcdc.mysql.connection import SourceConfig
@@ -133,8 +134,7 @@ class StreamingChangeReader(BinlogChangeReader):
         """Changes from ``start`` on, interleaved with transaction boundaries, DDL statements and
         ``SchemaInUse`` notices (see ``BinlogChangeReader.stream``)."""
         self.close()
-        self._losses = 0
-        self._stop_requested.clear()
+        self._begin()
         self.position = start
         self._in_use.clear()
         self._stream = stream = self._open(start)
@@ -149,13 +149,15 @@ class StreamingChangeReader(BinlogChangeReader):
                         self._notices.clear()
                 elif isinstance(event, RowsEvent):
                     yield from self._changes(event, position)
-                elif isinstance(event, (XidEvent, RotateEvent, HeartbeatLogEvent)):
+                elif isinstance(event, (XidEvent, RotateEvent, HeartbeatLogEvent, *OUTSIDE_TRANSACTIONS)):
                     yield position
                 elif isinstance(event, QueryEvent):
                     yield from _query_items(event, position)
                 if self._stop_requested.is_set():
                     return
-        except _ServerIdClashError:
+        except StoppedError:
+            return
+        except ServerIdClashError:
             raise self._clash_error() from None
         except pymysql.err.MySQLError as exc:
             raise self._stream_error(exc, start) from None

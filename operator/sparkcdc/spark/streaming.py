@@ -118,7 +118,9 @@ class _ReaderThread(threading.Thread):
         except BaseException as err:
             self.error = err
         finally:
-            self.queue.put(_END)
+            if not self._halt.is_set():
+                self.queue.put(_END)
+            # Halted: the consumer is gone, and a full queue would block this thread for good.
 
     def stop(self) -> None:
         self._halt.set()
@@ -183,7 +185,8 @@ class BinlogStreamer:
             return self._consume(thread, checkpoint, event_filter, should_stop)
         finally:
             # Not reader.close() from this thread: it would race the reader's blocked socket read.
-            # The reader returns at its next event or heartbeat and closes its own connection.
+            # request_stop wakes that read, so the reader closes its own connection right away
+            # instead of at the next heartbeat (--exit-when-caught-up on an idle source).
             thread.stop()
             reader.request_stop()
             thread.join(timeout=2 * self._settings.binlog.heartbeat_interval_seconds + 1)
