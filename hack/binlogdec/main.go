@@ -27,6 +27,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -72,43 +73,35 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// answer renders {"events": N, "tables": [...]} as encoding/json would the struct it once was.
-func answer(tables map[string]*reduced, events int, flavor string) ([]byte, error) {
-	b := append([]byte(`{"events":`), strconv.Itoa(events)...)
+// answer renders {"events": N, "tables": [...]} as encoding/json would the struct it once was, in
+// pieces to write one after the other.
+func answer(tables map[string]*reduced, events int, flavor string) ([][]byte, error) {
+	head := append([]byte(`{"events":`), strconv.Itoa(events)...)
 	if len(tables) == 0 {
-		return append(b, `,"tables":null}`+"\n"...), nil
+		return [][]byte{append(head, `,"tables":null}`+"\n"...)}, nil
 	}
-	b = append(b, `,"tables":[`...)
-	first := true
+	out := [][]byte{append(head, `,"tables":[`...)}
 	for _, t := range tables {
-		var out tableOut
-		if err := t.render(flavor, &out); err != nil {
+		var rows tableOut
+		if err := t.render(flavor, &rows); err != nil {
 			return nil, err
 		}
-		if !first {
-			b = append(b, ',')
+		b := []byte(`{"db":`)
+		if len(out) > 1 {
+			b = []byte(`,{"db":`)
 		}
-		first = false
-		var err error
-		if b, err = t.appendTable(b, &out); err != nil {
+		b, err := appendJSON(b, t.spec.DB)
+		if err != nil {
 			return nil, err
 		}
+		if b, err = appendJSON(append(b, `,"table":`...), t.spec.Table); err != nil {
+			return nil, err
+		}
+		out = append(append(out, append(b, `,"upserts":[`...)), rows.upserts.pieces...)
+		out = append(append(out, []byte(`],"deletes":[`)), rows.deletes.pieces...)
+		out = append(out, []byte("]}"))
 	}
-	return append(b, "]}\n"...), nil
-}
-
-func (r *reduced) appendTable(b []byte, out *tableOut) ([]byte, error) {
-	b = append(b, `{"db":`...)
-	b, err := appendJSON(b, r.spec.DB)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, `,"table":`...)
-	if b, err = appendJSON(b, r.spec.Table); err != nil {
-		return nil, err
-	}
-	b = append(append(append(b, `,"upserts":[`...), out.upserts...), `],"deletes":[`...)
-	return append(append(b, out.deletes...), "]}"...), nil
+	return append(out, []byte("]}\n")), nil
 }
 
 // profileCPU writes a CPU profile to $SPARKCDC_BINLOGDEC_CPUPROFILE when it is set (for go tool pprof
@@ -145,7 +138,8 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if _, err := os.Stdout.Write(out); err != nil {
+	buffers := net.Buffers(out)
+	if _, err := buffers.WriteTo(os.Stdout); err != nil {
 		fail(err)
 	}
 }

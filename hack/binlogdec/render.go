@@ -27,6 +27,7 @@ type imageDecoder struct {
 	columns  int
 	types    []byte
 	template []byte // the synthetic event up to its images
+	event    []byte // reused: the values of a chunk are rendered before the next is decoded
 }
 
 func newImageDecoder(flavor string, m *tableMap) (*imageDecoder, error) {
@@ -81,7 +82,14 @@ func (d *imageDecoder) buildTemplate() error {
 
 // decode returns the values of the images, in order.
 func (d *imageDecoder) decode(images [][]byte) ([][]interface{}, error) {
-	event := append([]byte(nil), d.template...)
+	size := len(d.template) + 4
+	for _, image := range images {
+		size += len(image)
+	}
+	if cap(d.event) < size {
+		d.event = make([]byte, 0, size)
+	}
+	event := append(d.event[:0], d.template...)
 	for _, image := range images {
 		event = append(event, image...)
 	}
@@ -103,9 +111,33 @@ func (d *imageDecoder) decode(images [][]byte) ([][]interface{}, error) {
 	return rows, nil
 }
 
-// tableOut collects one table's answer as JSON arrays of rows.
+// pieceBytes is the size of the blocks output is built in, so it is never copied to grow.
+const pieceBytes = 1 << 20
+
+// rowList is a JSON array's rows (without the brackets), in blocks of about pieceBytes.
+type rowList struct {
+	pieces [][]byte
+	rows   int
+}
+
+// next returns the block to append a row to, with the separator from the previous row.
+func (l *rowList) next() []byte {
+	if len(l.pieces) == 0 || cap(l.pieces[len(l.pieces)-1])-len(l.pieces[len(l.pieces)-1]) < pieceBytes/16 {
+		l.pieces = append(l.pieces, make([]byte, 0, pieceBytes))
+	}
+	b := l.pieces[len(l.pieces)-1]
+	if l.rows > 0 {
+		b = append(b, ',')
+	}
+	l.rows++
+	return b
+}
+
+func (l *rowList) done(b []byte) { l.pieces[len(l.pieces)-1] = b }
+
+// tableOut collects one table's answer.
 type tableOut struct {
-	upserts, deletes []byte
+	upserts, deletes rowList
 }
 
 // render decodes the table's surviving images, a chunk of one table map at a time, into out.
@@ -159,11 +191,7 @@ func (r *reduced) appendRow(out *tableOut, deleted bool, values []interface{}, t
 	if deleted {
 		dst, columns = &out.deletes, r.spec.Key
 	}
-	b := *dst
-	if len(b) > 0 {
-		b = append(b, ',')
-	}
-	b = append(b, '[')
+	b := append(dst.next(), '[')
 	for j, c := range columns {
 		if j > 0 {
 			b = append(b, ',')
@@ -173,7 +201,7 @@ func (r *reduced) appendRow(out *tableOut, deleted bool, values []interface{}, t
 			return err
 		}
 	}
-	*dst = append(b, ']')
+	dst.done(append(b, ']'))
 	return nil
 }
 
