@@ -3,12 +3,18 @@
 Every file is written to a temporary name and renamed into place, so a file is either whole
 or absent. A snapshot split always rewrites its own file, and a binlog batch's file is named
 by the offset it starts at, so a replay after a crash overwrites instead of duplicating.
+
+A process killed while writing leaves its temporary file behind. ``prepare`` (on the driver,
+before any task of the run writes) removes those of the tables it prepares: a temporary file is
+never a committed one, and whatever it was to hold is written again by the replay.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +37,15 @@ def event_id(*parts: object) -> str:
     return digest.hexdigest()
 
 
+# The temporary name ``_write_bytes`` gives a file: ``.<final name>.<pid>.tmp``. Only names of
+# this exact shape are removed, never other files a user keeps in the directory.
+_TEMPORARY = re.compile(r"\.(?:snapshot-\d{6,}|binlog-.+-\d{12,})\.jsonl\.\d+\.tmp")
+
+
+def _temporary_name(final: str) -> str:
+    return f".{final}.{os.getpid()}.tmp"
+
+
 @dataclass(frozen=True)
 class ChangelogSinkConfig:
     path: str
@@ -51,11 +66,13 @@ class ChangelogSink(Sink):
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:
+            directory = self.table_dir(schema.table)
             try:
-                self.table_dir(schema.table).mkdir(parents=True, exist_ok=True)
+                directory.mkdir(parents=True, exist_ok=True)
+                remove_stale_temporaries(directory)
             except OSError as err:
                 raise SinkError(
-                    f"cannot create the changelog directory for {schema.table} under {self._root}: "
+                    f"cannot prepare the changelog directory for {schema.table} under {self._root}: "
                     f"{err.strerror}; check spec.sink.path"
                 ) from err
 
@@ -86,7 +103,7 @@ class ChangelogSink(Sink):
         self._write_bytes(target, ((line + "\n").encode("utf-8") for line in lines))
 
     def _write_bytes(self, target: Path, chunks: Iterable[bytes | memoryview]) -> None:
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp = target.with_name(_temporary_name(target.name))
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             with tmp.open("wb") as out:
@@ -103,6 +120,20 @@ class ChangelogSink(Sink):
 
     def close(self) -> None:
         return None
+
+
+def remove_stale_temporaries(directory: Path) -> list[str]:
+    """Remove the temporary files a killed writer left in a table directory; their names.
+
+    Only safe while nothing writes to the directory: a writer's file would vanish before its
+    rename (which then fails, so nothing half-written is committed either way)."""
+    removed = []
+    for entry in os.scandir(directory):
+        if entry.is_file(follow_symlinks=False) and _TEMPORARY.fullmatch(entry.name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+    return sorted(removed)
 
 
 # -- snapshot files, column-wise ----------------------------------------------------------------------

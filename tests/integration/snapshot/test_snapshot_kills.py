@@ -95,6 +95,9 @@ def test_kills_at_many_moments(scenario: Scenario) -> None:
         plan = next(p for t, p in final.plans.items() if t.table == table)
         files = [p.name for p in scenario.changelog_files(table)]
         assert files == [f"snapshot-{i:06d}.jsonl" for i in range(plan.split_count())], files
+        # Killed runs left temporary files mid-write; the runs after them removed them.
+        leftovers = sorted(p.name for p in (scenario.changelog_dir / f"{scenario.db}.{table}").glob(".*.tmp"))
+        assert not leftovers, f"{table}: temporary files of killed runs left behind: {leftovers}"
         records = scenario.changelog_records(table)
         assert {r["op"] for r in records} == {"+I"}
         keys = Counter(tuple(r["data"][k] for k in key) for r in records)
