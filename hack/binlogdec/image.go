@@ -93,10 +93,12 @@ func decimalSize(precision, scale int) int {
 // images of a backlog are superseded by a later one for the same key, and only the survivors are
 // worth decoding.
 type layout struct {
-	widths    []width
-	key       []bool // key columns
-	utf8Key   []bool // key columns whose strings the answer sends as text, so must be UTF-8
-	nullBytes int
+	widths     []width
+	key        []bool // key columns
+	utf8Key    []bool // key columns whose strings the answer sends as text, so must be UTF-8
+	nullBytes  int
+	keyColumns []int // the key columns in table order, as a key holds them
+	keyAt      []int // the request's key columns' places in keyColumns
 }
 
 func newLayout(table *replication.TableMapEvent, spec tableSpec, text []bool) (*layout, error) {
@@ -117,6 +119,16 @@ func newLayout(table *replication.TableMapEvent, spec tableSpec, text []bool) (*
 		l.key[k] = true
 		// A string's bytes follow its length; MySQL's binary JSON is no string (and is never a key).
 		l.utf8Key[k] = text[k] && l.widths[k].prefix > 0 && table.ColumnType[k] != mysql.MYSQL_TYPE_JSON
+	}
+	place := map[int]int{}
+	for i, isKey := range l.key {
+		if isKey {
+			place[i] = len(l.keyColumns)
+			l.keyColumns = append(l.keyColumns, i)
+		}
+	}
+	for _, k := range spec.Key {
+		l.keyAt = append(l.keyAt, place[k])
 	}
 	return l, nil
 }
@@ -158,6 +170,30 @@ func (l *layout) cut(data []byte, key []byte) (int, []byte, error) {
 		pos += n
 	}
 	return pos, key, nil
+}
+
+// keyImage appends the row image of the key columns alone that key (from cut) was made of.
+func (l *layout) keyImage(dst []byte, key string) []byte {
+	nulls := len(dst)
+	for range (len(l.keyColumns) + 7) / 8 {
+		dst = append(dst, 0)
+	}
+	pos := 0
+	for j, c := range l.keyColumns {
+		if key[pos] == 0 {
+			dst[nulls+j>>3] |= 1 << (j & 7)
+			pos++
+			continue
+		}
+		w := l.widths[c]
+		n := w.fixed
+		if w.prefix > 0 {
+			n = w.prefix + littleEndian([]byte(key[pos+1:pos+1+w.prefix]))
+		}
+		dst = append(dst, key[pos+1:pos+1+n]...)
+		pos += 1 + n
+	}
+	return dst
 }
 
 func littleEndian(b []byte) int {

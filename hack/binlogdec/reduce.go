@@ -16,7 +16,8 @@ type tableMap struct {
 }
 
 // entry is the last image of one key: its bytes as cut from the rows event (a view of the event,
-// which go-mysql reads into a buffer of its own per packet) and whether it removed the row.
+// which go-mysql reads into a buffer of its own per packet), or, when it removed the row, only
+// that (the key has the values a delete is answered with).
 type entry struct {
 	image   []byte
 	table   *tableMap
@@ -108,7 +109,11 @@ func (r *reduced) apply(ev *replication.RowsEvent, table *tableMap, body []byte)
 		if err != nil {
 			return 0, err
 		}
-		r.put(k, entry{body[pos : pos+n : pos+n], table, kind == replication.EnumRowsEventTypeDelete})
+		if kind == replication.EnumRowsEventTypeDelete {
+			r.put(k, entry{nil, table, true})
+		} else {
+			r.put(k, entry{body[pos : pos+n : pos+n], table, false})
+		}
 		key, pos = k, pos+n
 	}
 	return rows, nil
@@ -128,7 +133,7 @@ func (r *reduced) applyUpdates(table *tableMap, body []byte) (int, error) {
 			return 0, err
 		}
 		if !bytes.Equal(b, a) {
-			r.put(b, entry{body[pos : pos+n : pos+n], table, true})
+			r.put(b, entry{nil, table, true})
 		}
 		pos += n
 		r.put(a, entry{body[pos : pos+m : pos+m], table, false})

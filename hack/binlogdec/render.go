@@ -30,7 +30,8 @@ type imageDecoder struct {
 	event    []byte // reused: the values of a chunk are rendered before the next is decoded
 }
 
-func newImageDecoder(flavor string, m *tableMap) (*imageDecoder, error) {
+// newImageDecoder decodes images of m's table, or of the given columns of it alone.
+func newImageDecoder(flavor string, m *tableMap, columns []int) (*imageDecoder, error) {
 	parser := newParser(flavor)
 	fde, err := parser.Parse(m.format)
 	if err != nil {
@@ -41,6 +42,9 @@ func newImageDecoder(flavor string, m *tableMap) (*imageDecoder, error) {
 		return nil, err
 	}
 	table := tm.Event.(*replication.TableMapEvent)
+	if columns != nil {
+		narrow(table, columns)
+	}
 	d := &imageDecoder{
 		parser:  parser,
 		format:  fde.Event.(*replication.FormatDescriptionEvent),
@@ -49,6 +53,17 @@ func newImageDecoder(flavor string, m *tableMap) (*imageDecoder, error) {
 		types:   table.ColumnType,
 	}
 	return d, d.buildTemplate()
+}
+
+// narrow makes a table map describe the given columns alone. go-mysql decodes a rows event with
+// the very *TableMapEvent its parser returned for the table id, so images of those columns alone
+// then decode as the full table's would, column by column.
+func narrow(table *replication.TableMapEvent, columns []int) {
+	types, metas := make([]byte, len(columns)), make([]uint16, len(columns))
+	for j, c := range columns {
+		types[j], metas[j] = table.ColumnType[c], table.ColumnMeta[c]
+	}
+	table.ColumnCount, table.ColumnType, table.ColumnMeta = uint64(len(columns)), types, metas
 }
 
 // buildTemplate lays out a WRITE_ROWS_EVENTv1 header and post-header for the table (every column
@@ -142,41 +157,73 @@ type tableOut struct {
 
 // render decodes the table's surviving images, a chunk of one table map at a time, into out.
 func (r *reduced) render(flavor string, out *tableOut) error {
-	groups := map[*tableMap][]int{}
-	var order []*tableMap
-	for i, e := range r.entries {
-		if groups[e.table] == nil {
-			order = append(order, e.table)
-		}
-		groups[e.table] = append(groups[e.table], i)
-	}
+	upserts, deletes, order := r.survivors()
 	for _, m := range order {
-		d, err := newImageDecoder(flavor, m)
-		if err != nil {
+		if err := r.renderImages(flavor, m, false, upserts[m], &out.upserts); err != nil {
 			return err
 		}
-		if err := r.renderGroup(d, groups[m], out); err != nil {
+		if err := r.renderImages(flavor, m, true, deletes[m], &out.deletes); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *reduced) renderGroup(d *imageDecoder, indexes []int, out *tableOut) error {
-	var images [][]byte
-	for start := 0; start < len(indexes); {
-		end, size := start, 0
-		images = images[:0]
-		for ; end < len(indexes) && (size < chunkBytes || end == start); end++ {
-			image := r.entries[indexes[end]].image
-			images, size = append(images, image), size+len(image)
+// survivors groups the last images by table map: the upserts' images, and for the deletes images
+// of their key columns alone, made from the keys.
+func (r *reduced) survivors() (upserts, deletes map[*tableMap][][]byte, order []*tableMap) {
+	upserts, deletes = map[*tableMap][][]byte{}, map[*tableMap][][]byte{}
+	seen := map[*tableMap]bool{}
+	for _, e := range r.entries {
+		if !seen[e.table] {
+			seen[e.table] = true
+			order = append(order, e.table)
 		}
-		rows, err := d.decode(images)
+		if !e.deleted {
+			upserts[e.table] = append(upserts[e.table], e.image)
+		}
+	}
+	var block []byte // key images share blocks: one allocation per many keys
+	for key, i := range r.index {
+		if e := r.entries[i]; e.deleted {
+			size := len(key) + (len(e.table.layout.keyColumns)+7)/8 // at least the image's
+			if cap(block)-len(block) < size {
+				block = make([]byte, 0, max(size, 1<<16))
+			}
+			image := e.table.layout.keyImage(block[len(block):len(block)], key)
+			deletes[e.table] = append(deletes[e.table], image)
+			block = block[:len(block)+len(image)]
+		}
+	}
+	return upserts, deletes, order
+}
+
+// renderImages decodes images of one table map, of the key columns alone if keyOnly, in chunks,
+// and appends their rows (or keys) to out.
+func (r *reduced) renderImages(flavor string, m *tableMap, keyOnly bool, images [][]byte, out *rowList) error {
+	if len(images) == 0 {
+		return nil
+	}
+	columns, at := r.all, r.all
+	var narrow []int
+	if keyOnly {
+		columns, at, narrow = r.spec.Key, m.layout.keyAt, m.layout.keyColumns
+	}
+	d, err := newImageDecoder(flavor, m, narrow)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(images); {
+		end, size := start, 0
+		for ; end < len(images) && (size < chunkBytes || end == start); end++ {
+			size += len(images[end])
+		}
+		rows, err := d.decode(images[start:end])
 		if err != nil {
 			return err
 		}
-		for i, values := range rows {
-			if err := r.appendRow(out, r.entries[indexes[start+i]].deleted, values, d.types); err != nil {
+		for _, values := range rows {
+			if err := r.appendRow(out, values, d.types, columns, at); err != nil {
 				return err
 			}
 		}
@@ -185,23 +232,19 @@ func (r *reduced) renderGroup(d *imageDecoder, indexes []int, out *tableOut) err
 	return nil
 }
 
-// appendRow adds an upsert's values, or a delete's key values, to the table's answer.
-func (r *reduced) appendRow(out *tableOut, deleted bool, values []interface{}, types []byte) error {
-	dst, columns := &out.upserts, r.all
-	if deleted {
-		dst, columns = &out.deletes, r.spec.Key
-	}
-	b := append(dst.next(), '[')
+// appendRow adds a row to out: the values at places at of columns.
+func (r *reduced) appendRow(out *rowList, values []interface{}, types []byte, columns, at []int) error {
+	b := append(out.next(), '[')
 	for j, c := range columns {
 		if j > 0 {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = r.appendValue(b, c, values[c], types[c]); err != nil {
+		if b, err = r.appendValue(b, c, values[at[j]], types[at[j]]); err != nil {
 			return err
 		}
 	}
-	dst.done(append(b, ']'))
+	out.done(append(b, ']'))
 	return nil
 }
 
