@@ -99,6 +99,9 @@ type layout struct {
 	nullBytes  int
 	keyColumns []int // the key columns in table order, as a key holds them
 	keyAt      []int // the request's key columns' places in keyColumns
+	// Keys as numbers (keys.go): whether they can be, and the length of such a key as cut makes it.
+	numberKeys     bool
+	numberKeyBytes int
 }
 
 func newLayout(table *replication.TableMapEvent, spec tableSpec, text []bool) (*layout, error) {
@@ -130,6 +133,7 @@ func newLayout(table *replication.TableMapEvent, spec tableSpec, text []bool) (*
 	for _, k := range spec.Key {
 		l.keyAt = append(l.keyAt, place[k])
 	}
+	l.numberKeys, l.numberKeyBytes = l.numbered()
 	return l, nil
 }
 

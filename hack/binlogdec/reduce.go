@@ -31,7 +31,7 @@ type reduced struct {
 	text    []bool
 	all     []int                // every column position: an upsert's values
 	maps    map[string]*tableMap // by definition (mapKey), so a range's many table maps share one
-	index   map[string]int       // key -> entries
+	index   keyIndex             // key -> entries
 	entries []entry
 }
 
@@ -44,7 +44,7 @@ func newReduced(spec tableSpec) *reduced {
 	for i := range all {
 		all[i] = i
 	}
-	return &reduced{spec: spec, text: text, all: all, maps: map[string]*tableMap{}, index: map[string]int{}}
+	return &reduced{spec: spec, text: text, all: all, maps: map[string]*tableMap{}, index: newKeyIndex()}
 }
 
 // mapKey identifies what decoding an image depends on: the columns' types and metadata.
@@ -78,11 +78,11 @@ func (r *reduced) tableMap(t *replication.TableMapEvent, format, raw []byte) (*t
 }
 
 func (r *reduced) put(key []byte, e entry) {
-	if i, ok := r.index[string(key)]; ok {
+	if i, ok := r.index.find(e.table.layout, key); ok {
 		r.entries[i] = e
 		return
 	}
-	r.index[string(key)] = len(r.entries)
+	r.index.add(e.table.layout, key, len(r.entries))
 	r.entries = append(r.entries, e)
 }
 

@@ -184,7 +184,8 @@ func (r *reduced) survivors() (upserts, deletes map[*tableMap][][]byte, order []
 		}
 	}
 	var block []byte // key images share blocks: one allocation per many keys
-	for key, i := range r.index {
+	layoutOf := func(i int) *layout { return r.entries[i].table.layout }
+	r.index.each(layoutOf, func(key string, i int) {
 		if e := r.entries[i]; e.deleted {
 			size := len(key) + (len(e.table.layout.keyColumns)+7)/8 // at least the image's
 			if cap(block)-len(block) < size {
@@ -194,7 +195,7 @@ func (r *reduced) survivors() (upserts, deletes map[*tableMap][][]byte, order []
 			deletes[e.table] = append(deletes[e.table], image)
 			block = block[:len(block)+len(image)]
 		}
-	}
+	})
 	return upserts, deletes, order
 }
 
