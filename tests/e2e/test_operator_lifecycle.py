@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from typing import Any
 
@@ -201,3 +202,56 @@ def test_completed_driver_and_metrics(
     assert 'sparkcdc_operator_pipelines{phase="Completed"}' in text
     assert "sparkcdc_operator_driver_restarts_total" in text
     assert "sparkcdc_operator_reconcile_errors_total" in text
+
+
+def test_a_refused_driver_pod_is_reported_and_retried_with_backoff(
+    operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str, driver_account: str
+) -> None:
+    """A ResourceQuota allowing no pods: the operator names the refusal in an event and the
+    conditions, and backs off instead of raising the epoch every few seconds; once the quota is
+    gone and the user asks for a restart, the driver runs and the refusal is cleared."""
+    quota = {"metadata": {"name": "no-pods"}, "spec": {"hard": {"pods": "0"}}}
+    core.create_namespaced_resource_quota(namespace, quota)
+    # Admission counts against the quota once its controller has filled in the status.
+    wait_until(
+        lambda: (core.read_namespaced_resource_quota("no-pods", namespace).status.hard or {}).get("pods"),
+        timeout=30,
+        what="quota status",
+    )
+    pipelines = Pipelines(control_plane, namespace)
+    policy = {"initialBackoffSeconds": 20, "maxBackoffSeconds": 40}
+    pipelines.create(manifest("quota-a", restartPolicy=policy))
+
+    def refused() -> dict[str, Any]:
+        operator.assert_alive()
+        driver = pipelines.status("quota-a").get("driver") or {}
+        failure: dict[str, Any] = driver.get("createFailure") or {}
+        return failure
+
+    failure = wait_until(refused, timeout=30, what=f"createFailure (operator log: {operator.log})")
+    assert failure["reason"] == "QuotaExceeded" and failure["attempts"] == 1
+    assert "exceeded quota: no-pods" in failure["message"] and "ResourceQuota" in failure["message"]
+    status = pipelines.status("quota-a")
+    assert condition(status, "Ready")["reason"] == "QuotaExceeded"
+    assert condition(status, "Stalled")["status"] == "True"
+    assert condition(status, "Reconciling")["reason"] == "BackOff"
+
+    def warnings() -> list[dict[str, Any]]:
+        events = json.loads(core.list_namespaced_event(namespace, _preload_content=False).data)["items"]
+        return [e for e in events if e["involvedObject"]["name"] == "quota-a" and e["type"] == "Warning"]
+
+    (event,) = wait_until(warnings, timeout=10, what="Warning event")
+    assert event["reason"] == "QuotaExceeded" and "quota-a-driver-1" in event["message"]
+    assert SECRET_VALUE not in json.dumps(status) and SECRET_VALUE not in event["message"]
+
+    # Reconciles keep coming (the resync is 5 s here): within the backoff none raises the epoch.
+    time.sleep(12)
+    status = pipelines.status("quota-a")
+    assert status["driver"]["epoch"] == 1 and status["driver"]["createFailure"]["attempts"] == 1
+    assert pods_of(core, namespace, "quota-a") == []
+
+    core.delete_namespaced_resource_quota("no-pods", namespace)
+    pipelines.patch("quota-a", {"spec": {"restartNonce": "quota-raised"}})
+    wait_checkpoint(operator, pipelines, "quota-a", [2])
+    assert "createFailure" not in pipelines.status("quota-a")["driver"]
+    assert condition(pipelines.status("quota-a"), "Stalled")["status"] == "False"

@@ -25,6 +25,20 @@ class Condition(StatusModel):
     observed_generation: int | None = Field(default=None, description="Spec generation this reflects.")
 
 
+class DriverCreateFailure(StatusModel):
+    """The API server refused to create the driver pod; cleared once a driver pod exists."""
+
+    reason: str = Field(
+        description="QuotaExceeded, DriverPodForbidden, DriverPodInvalid, DriverAccountMissing or "
+        "DriverPodCreateFailed."
+    )
+    message: str = Field(default="", description="The refusal, and what to do about it.")
+    attempts: int = Field(
+        default=1, description="Refusals in a row; the next attempt waits as restartPolicy's backoff."
+    )
+    at: str | None = Field(default=None, description="RFC 3339 time of the last refusal.")
+
+
 class DriverStatus(StatusModel):
     """The current driver pod."""
 
@@ -35,6 +49,9 @@ class DriverStatus(StatusModel):
     restarts: int = Field(default=0, description="Driver restarts since the pipeline was created.")
     last_failure: str | None = Field(default=None, description="Why the previous driver ended.")
     started_at: str | None = Field(default=None, description="RFC 3339 time the driver was started.")
+    create_failure: DriverCreateFailure | None = Field(
+        default=None, description="Why the driver pod could not be created, while it cannot."
+    )
 
 
 class Progress(StatusModel):

@@ -18,6 +18,7 @@ from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from sparkcdc.api.resource import GROUP, PLURAL, VERSION
 from sparkcdc.controller.builders import driver_selector
+from sparkcdc.core.refusal import Refusal
 
 MERGE_PATCH = "application/merge-patch+json"
 IN_CLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -28,6 +29,20 @@ Obj = dict[str, Any]
 
 class ConflictError(RuntimeError):
     """The object changed since it was read (HTTP 409); read it again and redo the decision."""
+
+
+def refusal_of(err: ApiException) -> Refusal:
+    """What the API server said when it refused a call: its Status reason and message (the
+    response body), not the exception's text, which carries the response headers too."""
+    try:
+        body = json.loads(err.body) if err.body else {}
+    except (TypeError, ValueError):
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    reason = str(body.get("reason") or err.reason or "")
+    message = str(body.get("message") or err.reason or f"HTTP {err.status}")
+    return Refusal(err.status, reason, message)
 
 
 @dataclass(frozen=True)

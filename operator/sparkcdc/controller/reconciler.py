@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from sparkcdc.api.resource import CdcPipeline
@@ -27,13 +28,13 @@ from sparkcdc.controller.builders import (
     driver_service_account,
     spec_hash,
 )
-from sparkcdc.controller.client import ConflictError, KubeClient
+from sparkcdc.controller.client import ConflictError, KubeClient, refusal_of
 from sparkcdc.controller.metrics import OperatorMetrics
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.retain import restore_state
 from sparkcdc.controller.server_ids import ServerIdIndex
 from sparkcdc.controller.settings import OperatorSettings
-from sparkcdc.core.reconcile import reconcile
+from sparkcdc.core.reconcile import driver_refused, reconcile
 from sparkcdc.core.reconcile_status import driver_service_name
 from sparkcdc.core.reconcile_types import (
     Action,
@@ -47,10 +48,15 @@ from sparkcdc.core.reconcile_types import (
     Settings,
     format_time,
 )
+from sparkcdc.core.refusal import DRIVER_ACCOUNT_MISSING, Refusal
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 MAX_ATTEMPTS = 5
+
+
+class _AccountMissingError(RuntimeError):
+    """The namespace lacks the shared driver ServiceAccount (pipelines may not run there)."""
 
 
 def utcnow() -> datetime:
@@ -136,7 +142,7 @@ class Reconciler:
                         self.server_ids.reserve(uid, spec.source.host, str(action.fields["serverIdRange"]))
         else:
             actions = reconcile(spec, status, observed, now, self.decisions)
-        return self._execute(obj, pipeline, actions, now)
+        return self._execute(obj, pipeline, actions, now, observed)
 
     def _observe(self, obj: Obj, pipeline: CdcPipeline, now: datetime) -> Observed:
         md = obj["metadata"]
@@ -152,7 +158,7 @@ class Reconciler:
         )
 
     def _execute(
-        self, obj: Obj, pipeline: CdcPipeline, actions: Sequence[Action], now: datetime
+        self, obj: Obj, pipeline: CdcPipeline, actions: Sequence[Action], now: datetime, observed: Observed
     ) -> float | None:
         md = obj["metadata"]
         namespace, name = md["namespace"], md["name"]
@@ -164,8 +170,13 @@ class Reconciler:
             elif isinstance(action, CreateService):
                 self.kube.create_service(driver_service(pipeline, self.settings.driver_metrics_port))
             elif isinstance(action, CreatePod):
-                self._driver_account(pipeline)
-                self.kube.create_pod(self.driver_pod(pipeline, action.epoch))
+                refusal = self._create_driver(pipeline, action.epoch)
+                if refusal is not None:
+                    # Instead of the rest: record the refusal and back off (the status read back
+                    # from the epoch's patch is what the decision builds on).
+                    status = CdcPipeline.from_k8s(obj).status
+                    follow = driver_refused(pipeline.spec, status, observed, now, refusal, self.decisions)
+                    return self._execute(obj, pipeline, follow, now, observed)
             elif isinstance(action, DeletePod):
                 log.info("deleting driver pod %s/%s: %s", namespace, action.name, action.reason)
                 self.kube.delete_pod(namespace, action.name)
@@ -178,6 +189,24 @@ class Reconciler:
         self.metrics.set_phase(md.get("uid", ""), (obj.get("status") or {}).get("phase"))
         return requeue
 
+    def _create_driver(self, pipeline: CdcPipeline, epoch: int) -> Refusal | None:
+        """Create the driver pod (and its account); the refusal when the API server said no."""
+        try:
+            self._driver_account(pipeline)
+            self.kube.create_pod(self.driver_pod(pipeline, epoch))
+        except _AccountMissingError as err:
+            refusal = Refusal(None, DRIVER_ACCOUNT_MISSING, str(err))
+        except ApiException as err:
+            refusal = refusal_of(err)
+        else:
+            return None
+        md = pipeline.metadata
+        log.warning(
+            "cannot create the driver of %s/%s (epoch %s): %s %s: %s",
+            md.namespace, md.name, epoch, refusal.code, refusal.reason, refusal.message,
+        )  # fmt: skip
+        return refusal
+
     def _driver_account(self, pipeline: CdcPipeline) -> None:
         """The pipeline's own driver ServiceAccount, Role and RoleBinding (owned by it), before each
         driver pod: a driver may read and patch only its own pipeline. The namespace's shared
@@ -187,7 +216,7 @@ class Reconciler:
         shared = self.settings.driver_service_account
         template = self.kube.get_service_account(namespace, shared)
         if template is None:
-            raise RuntimeError(
+            raise _AccountMissingError(
                 f"namespace {namespace} has no ServiceAccount {shared}, so CdcPipeline "
                 f"{pipeline.metadata.name} "
                 "cannot start a driver there: add the namespace to the chart's driver.namespaces or "

@@ -10,6 +10,10 @@ reconciling again converges. Rules that keep the pipeline correct:
   exponential backoff; a failure is recorded once, marked by ``status.driver.lastFailure``
   starting with the failed pod's name; the failed pod is kept until its backoff has elapsed, so
   its finish time and logs stay observable;
+* a driver pod the API server refuses to create (quota, PodSecurity, RBAC, invalid) is recorded
+  in ``status.driver.createFailure`` with a Warning Event (``driver_refused``); the next pod
+  waits out restartPolicy's backoff by its count of refusals, or is tried at once after a
+  spec change, so the epoch does not race upwards while nothing can run;
 * ``status.checkpoint`` and ``status.progress`` belong to the driver and are never written here.
 """
 
@@ -21,6 +25,7 @@ from datetime import datetime, timedelta
 from sparkcdc.core.reconcile_status import assemble, driver_pod_name, pending_cause, running_phase
 from sparkcdc.core.reconcile_types import (
     Action,
+    CreateFailureView,
     CreatePod,
     DeletePod,
     DriverPod,
@@ -32,9 +37,11 @@ from sparkcdc.core.reconcile_types import (
     StatusView,
     Verdict,
     format_time,
+    parse_time,
 )
+from sparkcdc.core.refusal import Refusal, classify
 
-__all__ = ["backoff_seconds", "reconcile"]
+__all__ = ["backoff_seconds", "driver_refused", "reconcile"]
 
 # Event and condition reasons other parts (metrics, docs, Argo CD health) rely on.
 DRIVER_FAILED = "DriverFailed"
@@ -83,6 +90,11 @@ class _Context:
         return (driver.last_failure or "") if driver else ""
 
     @property
+    def create_failure(self) -> CreateFailureView | None:
+        driver = self.status.driver if self.status else None
+        return driver.create_failure if driver else None
+
+    @property
     def current(self) -> DriverPod | None:
         """The live pod of the current epoch (a terminating one does not count)."""
         return next((p for p in self.observed.pods if p.epoch == self.epoch and not p.deleting), None)
@@ -113,6 +125,11 @@ def reconcile(
     ctx = _Context(spec, status, observed, now, settings or Settings())
     plan = _decide(ctx)
     current = ctx.current
+    if current is not None and ctx.create_failure is not None:
+        # A pod was created at last: the refusal is over, and so is the Stalled it set.
+        plan.verdict.driver["createFailure"] = None
+        if plan.verdict.stalled is None:
+            plan.verdict.stalled = FALSE
     stale = [DeletePod(p.name, "StaleEpoch") for p in observed.pods if not p.deleting and p is not current]
     return assemble(ctx.spec, ctx.status, observed, now, ctx.settings, plan.verdict, [
         *stale, *plan.pod_actions, *plan.events
@@ -129,7 +146,30 @@ def _decide(ctx: _Context) -> _Plan:
         return _with_pod(ctx, current)
     if ctx.observed.pods:
         return _wait_for_old(ctx)
-    return _start(ctx)
+    return _refused_wait(ctx) or _start(ctx)
+
+
+def driver_refused(
+    spec: SpecView,
+    status: StatusView | None,
+    observed: Observed,
+    now: datetime,
+    refusal: Refusal,
+    settings: Settings | None = None,
+) -> list[Action]:
+    """The actions after ``CreatePod`` failed (``status`` as patched before it): record the
+    refusal in the status, post a Warning Event naming it, and back off."""
+    ctx = _Context(spec, status, observed, now, settings or Settings())
+    reason, message, hint = classify(refusal)
+    previous = ctx.create_failure
+    attempts = (previous.attempts if previous else 0) + 1
+    text = f"cannot create driver pod {driver_pod_name(observed.pipeline, ctx.epoch)}: {message}; {hint}"
+    wait = backoff_seconds(spec.restart_policy, attempts)
+    plan = _refused(reason, text, attempts, wait, now + timedelta(seconds=wait))
+    failure = {"reason": reason, "message": text, "attempts": attempts, "at": format_time(now)}
+    plan.verdict.driver["createFailure"] = failure
+    plan.events.append(Event("Warning", reason, f"{text} (trying again in {wait:.0f}s)"))
+    return assemble(spec, status, observed, now, ctx.settings, plan.verdict, plan.events, plan.requeue)
 
 
 def backoff_seconds(policy: RestartPolicyView, restarts: int) -> float:
@@ -285,6 +325,29 @@ def _pending(ctx: _Context, pod: DriverPod) -> _Plan:
     plan = _Plan(Verdict("Pending", ("False", reason, message), ("True", "DriverStarting", message)))
     plan.requeue = max(timeout - waited, 1.0)
     return plan
+
+
+def _refused(reason: str, text: str, attempts: int, wait: float, due: datetime) -> _Plan:
+    # The time, not a countdown: reconciles while waiting then leave the status as it is.
+    retry = f"creating the driver pod again at {format_time(due)} (refused {attempts} time(s) in a row)"
+    verdict = Verdict("Pending", ("False", reason, text), ("True", "BackOff", retry), ("True", reason, text))
+    return _Plan(verdict, requeue=wait)
+
+
+def _refused_wait(ctx: _Context) -> _Plan | None:
+    """While the backoff after a refused driver pod runs: say so and wait. None: try now (the
+    backoff is over, or the spec changed since, which may be the fix)."""
+    failure = ctx.create_failure
+    status = ctx.status
+    if failure is None or status is None or status.observed_generation != ctx.observed.generation:
+        return None
+    at = parse_time(failure.at)
+    if at is None:
+        return None
+    due = at + timedelta(seconds=backoff_seconds(ctx.spec.restart_policy, failure.attempts))
+    if ctx.now >= due:
+        return None
+    return _refused(failure.reason, failure.message, failure.attempts, (due - ctx.now).total_seconds(), due)
 
 
 def _wait_for_old(ctx: _Context) -> _Plan:

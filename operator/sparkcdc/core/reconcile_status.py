@@ -36,6 +36,7 @@ _DRIVER_FIELDS = {
     "restarts": "restarts",
     "lastFailure": "last_failure",
     "startedAt": "started_at",
+    "createFailure": "create_failure",
 }
 MAX_SERVICE_NAME = 63
 
@@ -154,6 +155,8 @@ def _driver_patch(status: StatusView | None, changes: dict[str, Any]) -> dict[st
     out = {}
     for key, value in changes.items():
         current = getattr(driver, _DRIVER_FIELDS[key]) if driver is not None else None
+        if key == "createFailure" and current is not None:
+            current = {f: getattr(current, f) for f in ("reason", "message", "attempts", "at")}
         if current != value:
             out[key] = value
     return out
