@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,26 @@ def test_status_is_a_subresource(crs: Any, namespace: str) -> None:
     with pytest.raises(ApiException) as err:  # optimistic concurrency: `created` has an old resourceVersion
         crs.replace_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, created)
     assert err.value.status == 409
+
+
+def test_verified_column_in_wide_output_only(control_plane: ControlPlane, crs: Any, namespace: str) -> None:
+    """The server renders the Verified column from the condition's reason, in ``-o wide`` only."""
+    created = crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, reference_pipeline())
+    name = created["metadata"]["name"]
+    verified = {"type": "Verified", "status": "False", "reason": "Differs", "message": "1 chunk differs"}
+    ready = {"type": "Ready", "status": "True", "reason": "Streaming", "message": ""}
+    created["status"] = {"phase": "Streaming", "conditions": [ready, verified]}
+    crs.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, name, created)
+
+    def table(*options: str) -> dict[str, str]:
+        """Column -> value of the one row, cut at the header's column starts (empty cells are blank)."""
+        header, row = control_plane.kubectl(
+            "get", "cdcp", name, "-n", namespace, *options
+        ).stdout.splitlines()
+        starts = [m.start() for m in re.finditer(r"\S+", header)]
+        ends = [*starts[1:], None]
+        return {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, ends, strict=True)}
+
+    assert "VERIFIED" not in table()
+    wide = table("-o", "wide")
+    assert (wide["PHASE"], wide["VERIFIED"]) == ("Streaming", "Differs")

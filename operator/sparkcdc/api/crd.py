@@ -27,7 +27,7 @@ _HEADER = (
     "# Do not edit: a unit test fails when this file differs from the models.\n"
 )
 
-PRINTER_COLUMNS: list[dict[str, str]] = [
+PRINTER_COLUMNS: list[dict[str, str | int]] = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
     {"name": "Tables", "type": "integer", "jsonPath": ".status.progress.tables"},
     {
@@ -44,6 +44,15 @@ PRINTER_COLUMNS: list[dict[str, str]] = [
     },
     {"name": "Restarts", "type": "integer", "jsonPath": ".status.driver.restarts"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    # The Verified condition's reason says more than its status (Differs, Unsettled and Failed
+    # are all False). Most pipelines are never verified, so the column is in -o wide only.
+    {
+        "name": "Verified",
+        "type": "string",
+        "description": "Last verification: Matched, Repaired, Differs, Unsettled, Failed, Running, ...",
+        "jsonPath": '.status.conditions[?(@.type=="Verified")].reason',
+        "priority": 1,
+    },
 ]
 
 

@@ -56,21 +56,38 @@ def test_crd_names_and_version() -> None:
     [version] = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
     assert version["subresources"] == {"status": {}}
-    columns = {c["name"]: (c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]}
+    columns = {
+        c["name"]: (c["type"], c["jsonPath"], c.get("priority", 0))
+        for c in version["additionalPrinterColumns"]
+    }
     assert columns == {
-        "Phase": ("string", ".status.phase"),
-        "Tables": ("integer", ".status.progress.tables"),
-        "Splits": ("string", ".status.progress.splitsDisplay"),
-        "Lag": ("number", ".status.progress.lagSeconds"),
-        "Restarts": ("integer", ".status.driver.restarts"),
-        "Age": ("date", ".metadata.creationTimestamp"),
+        "Phase": ("string", ".status.phase", 0),
+        "Tables": ("integer", ".status.progress.tables", 0),
+        "Splits": ("string", ".status.progress.splitsDisplay", 0),
+        "Lag": ("number", ".status.progress.lagSeconds", 0),
+        "Restarts": ("integer", ".status.driver.restarts", 0),
+        "Age": ("date", ".metadata.creationTimestamp", 0),
+        # The Verified condition's reason, in kubectl get -o wide only (most pipelines never verify).
+        "Verified": ("string", '.status.conditions[?(@.type=="Verified")].reason', 1),
     }
 
 
+_FILTER = re.compile(r'(\w+)\[\?\(@\.(\w+)=="[^"]*"\)\]')
+
+
 def _at(schema: Schema, json_path: str) -> Schema:
+    """The schema of the field a printer column's JSONPath names; a filtered list step
+    (``conditions[?(@.type=="X")]``) steps into the list's items, whose filter field must exist."""
     node = schema
-    for part in json_path.strip(".").split("."):
-        node = node["properties"][part]
+    for part in re.findall(r"\w+(?:\[[^\]]*\])?", json_path):  # a filter has dots of its own
+        match = _FILTER.fullmatch(part)
+        if match is None:
+            node = node["properties"][part]
+            continue
+        field, key = match.groups()
+        assert node["properties"][field]["type"] == "array"
+        node = node["properties"][field]["items"]
+        assert key in node["properties"], f"{json_path}: the items have no field {key!r}"
     return node
 
 
@@ -79,7 +96,13 @@ def test_printer_columns_point_at_schema_fields() -> None:
     [version] = crd_document()["spec"]["versions"]
     for column in version["additionalPrinterColumns"]:
         if column["jsonPath"].startswith(".status"):
-            assert _at(schema, column["jsonPath"])["type"] == column["type"]
+            assert _at(schema, column["jsonPath"])["type"] == column["type"], column["name"]
+
+
+def test_the_column_path_reaches_into_conditions() -> None:
+    assert _at(open_api_schema(), '.status.conditions[?(@.type=="Verified")].reason')["type"] == "string"
+    with pytest.raises(AssertionError, match="no field 'kind'"):
+        _at(open_api_schema(), '.status.conditions[?(@.kind=="Verified")].reason')
 
 
 def test_schema_is_structural() -> None:
