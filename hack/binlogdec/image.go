@@ -177,7 +177,7 @@ func (l *layout) cut(data []byte, key []byte) (int, []byte, error) {
 }
 
 // keyImage appends the row image of the key columns alone that key (from cut) was made of.
-func (l *layout) keyImage(dst []byte, key string) []byte {
+func (l *layout) keyImage(dst []byte, key []byte) []byte {
 	nulls := len(dst)
 	for range (len(l.keyColumns) + 7) / 8 {
 		dst = append(dst, 0)
@@ -192,7 +192,7 @@ func (l *layout) keyImage(dst []byte, key string) []byte {
 		w := l.widths[c]
 		n := w.fixed
 		if w.prefix > 0 {
-			n = w.prefix + littleEndian([]byte(key[pos+1:pos+1+w.prefix]))
+			n = w.prefix + littleEndian(key[pos+1:pos+1+w.prefix])
 		}
 		dst = append(dst, key[pos+1:pos+1+n]...)
 		pos += 1 + n

@@ -30,17 +30,6 @@ func (x *keyIndex) add(l *layout, key []byte, i int) {
 	x.strings[string(key)] = i
 }
 
-// each calls f with every key (as cut makes it) and its entry; numbers are made keys again with the
-// layout of their entry.
-func (x *keyIndex) each(layoutOf func(i int) *layout, f func(key string, i int)) {
-	for key, i := range x.strings {
-		f(key, i)
-	}
-	for n, i := range x.numbers {
-		f(layoutOf(i).unnumber(n), i)
-	}
-}
-
 // numbered is whether the layout's keys can be numbers: fixed-width key columns, at most 8 bytes
 // together; and the length of such a key as cut makes it when no column is NULL (a marker per
 // column and the bytes). A key with a NULL is shorter: no fixed width is 0.
@@ -71,17 +60,4 @@ func (l *layout) number(key []byte) (uint64, bool) {
 		}
 	}
 	return n, true
-}
-
-// unnumber is the key as cut makes it that number packed.
-func (l *layout) unnumber(n uint64) string {
-	key := make([]byte, 0, l.numberKeyBytes)
-	for _, c := range l.keyColumns {
-		key = append(key, 1)
-		for range l.widths[c].fixed {
-			key = append(key, byte(n))
-			n >>= 8
-		}
-	}
-	return string(key)
 }

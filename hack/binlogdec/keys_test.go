@@ -38,10 +38,7 @@ func TestKeysOfFixedColumnsAreNumbersUnlessNull(t *testing.T) {
 	if !ok || number != 0x0403020100_07 {
 		t.Fatalf("number %x, %v", number, ok)
 	}
-	if got := l.unnumber(number); got != string(key) {
-		t.Fatalf("unnumber %q, want %q", got, key)
-	}
-	if got := l.keyImage(nil, string(key)); !bytes.Equal(got, image(0, []byte{7, 0}, []byte{1, 2, 3, 4})) {
+	if got := l.keyImage(nil, key); !bytes.Equal(got, image(0, []byte{7, 0}, []byte{1, 2, 3, 4})) {
 		t.Fatalf("key image %v", got)
 	}
 	_, withNull, err := l.cut(image(1, []byte{2, 'h', 'i'}, []byte{1, 2, 3, 4}), nil)
@@ -51,7 +48,7 @@ func TestKeysOfFixedColumnsAreNumbersUnlessNull(t *testing.T) {
 	if _, ok := l.number(withNull); ok {
 		t.Fatal("a key with a NULL became a number")
 	}
-	if got := l.keyImage(nil, string(withNull)); !bytes.Equal(got, image(1, []byte{1, 2, 3, 4})) {
+	if got := l.keyImage(nil, withNull); !bytes.Equal(got, image(1, []byte{1, 2, 3, 4})) {
 		t.Fatalf("key image with a NULL %v", got)
 	}
 }

@@ -16,8 +16,8 @@ type tableMap struct {
 }
 
 // entry is the last image of one key: its bytes as cut from the rows event (a view of the event,
-// which go-mysql reads into a buffer of its own per packet), or, when it removed the row, only
-// that (the key has the values a delete is answered with).
+// which go-mysql reads into a buffer of its own per packet), or, when it removed the row, the key
+// (as cut makes it: the values a delete is answered with).
 type entry struct {
 	image   []byte
 	table   *tableMap
@@ -33,6 +33,7 @@ type reduced struct {
 	maps    map[string]*tableMap // by definition (mapKey), so a range's many table maps share one
 	index   keyIndex             // key -> entries
 	entries []entry
+	keys    []byte // the block the keys of deletes are copied to (one allocation for many)
 }
 
 func newReduced(spec tableSpec) *reduced {
@@ -86,6 +87,16 @@ func (r *reduced) put(key []byte, e entry) {
 	r.entries = append(r.entries, e)
 }
 
+// keep copies a key (cut's scratch space) for a delete to keep.
+func (r *reduced) keep(key []byte) []byte {
+	if cap(r.keys)-len(r.keys) < len(key) {
+		r.keys = make([]byte, 0, max(len(key), 1<<16))
+	}
+	start := len(r.keys)
+	r.keys = append(r.keys, key...)
+	return r.keys[start:len(r.keys):len(r.keys)]
+}
+
 // apply reduces the rows of one rows event (body: the images, after the event's header) into the
 // table, as core/merge.py's collapse does: an update that changes the key is a delete of the old key
 // and an insert of the new one. It returns the row events applied.
@@ -110,7 +121,7 @@ func (r *reduced) apply(ev *replication.RowsEvent, table *tableMap, body []byte)
 			return 0, err
 		}
 		if kind == replication.EnumRowsEventTypeDelete {
-			r.put(k, entry{nil, table, true})
+			r.put(k, entry{r.keep(k), table, true})
 		} else {
 			r.put(k, entry{body[pos : pos+n : pos+n], table, false})
 		}
@@ -133,7 +144,7 @@ func (r *reduced) applyUpdates(table *tableMap, body []byte) (int, error) {
 			return 0, err
 		}
 		if !bytes.Equal(b, a) {
-			r.put(b, entry{nil, table, true})
+			r.put(b, entry{r.keep(b), table, true})
 		}
 		pos += n
 		r.put(a, entry{body[pos : pos+m : pos+m], table, false})

@@ -173,29 +173,23 @@ func (r *reduced) render(flavor string, out *tableOut) error {
 // of their key columns alone, made from the keys.
 func (r *reduced) survivors() (upserts, deletes map[*tableMap][][]byte, order []*tableMap) {
 	upserts, deletes = map[*tableMap][][]byte{}, map[*tableMap][][]byte{}
-	seen := map[*tableMap]bool{}
+	var block []byte // key images share blocks: one allocation per many keys
 	for _, e := range r.entries {
-		if !seen[e.table] {
-			seen[e.table] = true
+		if upserts[e.table] == nil && deletes[e.table] == nil {
 			order = append(order, e.table)
 		}
 		if !e.deleted {
 			upserts[e.table] = append(upserts[e.table], e.image)
+			continue
 		}
+		size := len(e.image) + (len(e.table.layout.keyColumns)+7)/8 // at least the key image's
+		if cap(block)-len(block) < size {
+			block = make([]byte, 0, max(size, 1<<16))
+		}
+		image := e.table.layout.keyImage(block[len(block):len(block)], e.image)
+		deletes[e.table] = append(deletes[e.table], image)
+		block = block[:len(block)+len(image)]
 	}
-	var block []byte // key images share blocks: one allocation per many keys
-	layoutOf := func(i int) *layout { return r.entries[i].table.layout }
-	r.index.each(layoutOf, func(key string, i int) {
-		if e := r.entries[i]; e.deleted {
-			size := len(key) + (len(e.table.layout.keyColumns)+7)/8 // at least the image's
-			if cap(block)-len(block) < size {
-				block = make([]byte, 0, max(size, 1<<16))
-			}
-			image := e.table.layout.keyImage(block[len(block):len(block)], key)
-			deletes[e.table] = append(deletes[e.table], image)
-			block = block[:len(block)+len(image)]
-		}
-	})
 	return upserts, deletes, order
 }
 
