@@ -7,6 +7,7 @@ and records their high watermarks in the checkpoint only after the sink committe
 from __future__ import annotations
 
 import threading
+import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -19,6 +20,7 @@ from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
+from sparkcdc.core.waves import WaveSizer
 from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
@@ -347,9 +349,11 @@ class PipelineDriver:
         context = WaveContext(
             self._runtime.source, self._runtime.sink, dict(schemas), self._snapshot.fetch_size
         )
-        wave_size = len(task_ids) * self._snapshot.splits_per_task
+        fixed = "splits_per_task" in self._snapshot.model_fields_set  # else waves grow (core/waves.py)
+        sizer = WaveSizer(self._snapshot.splits_per_task, adaptive=not fixed)
         checked_tails: set[TableId] = set()
         while True:
+            wave_size = len(task_ids) * sizer.splits_per_task
             wave = assigner.next_wave(wave_size)
             tails = [s for s in wave if s.end is None and s.table not in checked_tails]
             if tails:
@@ -366,9 +370,9 @@ class PipelineDriver:
             if not wave:
                 return checkpoint
             self._waves_started.set()
-            summaries = run_wave(
-                self._spark, context, plan_tasks(wave, task_ids, self._snapshot.splits_per_task)
-            )
+            began = time.monotonic()
+            summaries = run_wave(self._spark, context, plan_tasks(wave, task_ids, sizer.splits_per_task))
+            sizer.observe(time.monotonic() - began)
             assigner.on_finished([s.finished_info() for s in summaries])
             checkpoint = assigner.to_checkpoint(checkpoint)
             self.save(checkpoint)
