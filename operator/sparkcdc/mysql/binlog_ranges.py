@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pymysql
-
 from sparkcdc.core.catchup import Boundary
 from sparkcdc.core.offsets import BinlogOffset, binlog_file_index
 from sparkcdc.mysql.queries import binlog_files
@@ -20,6 +18,7 @@ from sparkcdc.mysql.queries import binlog_files
 __all__ = ["boundary_of", "list_boundaries"]
 
 _FIRST_EVENT = 4  # after the binlog file's magic number
+_PAGE_EVENTS = 10_000
 
 
 def boundary_of(file: str, event_type: str, end_pos: int, info: str) -> Boundary | None:
@@ -39,19 +38,28 @@ def _text(value: Any) -> str:
 
 
 def _file_boundaries(conn: Any, file: str, start: int, stop: int | None) -> Iterator[Boundary]:
-    # Unbuffered: a binlog file can hold millions of events; only boundaries are kept.
-    with conn.cursor(pymysql.cursors.SSCursor) as cur:
-        cur.execute("SHOW BINLOG EVENTS IN %s FROM %s", (file, start))
-        for _log, _pos, event_type, _server, end_pos, info in cur:
+    # In pages: a binlog file can hold millions of events, of which only boundaries are kept, and
+    # a caller that stops early (at a DDL) leaves no unread rows for the connection to drain.
+    pos = start
+    while True:
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, pos, _PAGE_EVENTS))
+            rows = cur.fetchall()
+        for _log, _pos, event_type, _server, end_pos, info in rows:
             if stop is not None and int(end_pos) > stop:
-                break  # drain the rest unread: the cursor closes with the block
+                return
             found = boundary_of(file, _text(event_type), int(end_pos), _text(info or ""))
             if found is not None:
                 yield found
+        if len(rows) < _PAGE_EVENTS:
+            return
+        pos = int(rows[-1][4])  # an event ends where the next one starts
 
 
 def list_boundaries(conn: Any, start: BinlogOffset, stop: BinlogOffset) -> list[Boundary]:
-    """Commit and DDL boundaries in ``(start, stop]``, in binlog order."""
+    """Commit boundaries in ``(start, stop]``, in binlog order, up to and including the first
+    DDL: a catch-up stretch ends there (``core.catchup.stretch_end``), so listing the rest of a
+    long backlog would be wasted."""
     names = [name for name, _size in binlog_files(conn)]
     first, last = binlog_file_index(start.file), binlog_file_index(stop.file)
     found: list[Boundary] = []
@@ -60,5 +68,8 @@ def list_boundaries(conn: Any, start: BinlogOffset, stop: BinlogOffset) -> list[
         if index < first or index > last:
             continue
         begin = start.pos if index == first else _FIRST_EVENT
-        found.extend(_file_boundaries(conn, name, begin, stop.pos if index == last else None))
+        for boundary in _file_boundaries(conn, name, begin, stop.pos if index == last else None):
+            found.append(boundary)
+            if boundary.ddl:
+                return found
     return found
