@@ -112,3 +112,16 @@ def test_driver_image_ships_the_delta_jars_where_the_driver_looks(
     monkeypatch.setenv("SPARK_HOME", str(tmp_path))
     conf = delta_conf()
     assert "spark.jars" not in conf and "spark.jars.packages" not in conf
+
+
+def test_driver_image_carries_the_go_binlog_decoder() -> None:
+    text = DRIVER.read_text()
+    go_mod = (IMAGES.parent / "hack" / "binlogdec" / "go.mod").read_text()
+    directive = re.search(r"^go (\d+\.\d+)", go_mod, re.M)
+    assert directive and arg_default(text, "GO_VERSION") == directive.group(1)
+    assert "golang:${GO_VERSION}-bookworm AS binlogdec" in text
+    assert "bash hack/binlogdec.sh" in text
+    assert "COPY --from=binlogdec /sparkcdc-binlogdec /usr/local/bin/sparkcdc-binlogdec" in text
+    assert "ENV SPARKCDC_BINLOG_DECODER=/usr/local/bin/sparkcdc-binlogdec" in text
+    ignore = (IMAGES / "driver" / "Dockerfile.dockerignore").read_text().splitlines()
+    assert {"!hack/binlogdec.sh", "!hack/binlogdec/"} <= set(ignore)
