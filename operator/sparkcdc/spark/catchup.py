@@ -178,6 +178,7 @@ class CatchupRunner:
         self._commit = commit  # adds what the streamer keeps (failed tables), saves, returns
         self._flavor = "mariadb"
         self._on_spark = threading.Event()  # a round was submitted to Spark
+        self._warm = threading.Event()  # Spark and its Python workers are up (or failed to start)
 
     def run(
         self,
@@ -191,7 +192,8 @@ class CatchupRunner:
             if not ranges:
                 break
             width = len(self._settings.server_ids)
-            warm_up(self._settings.spark, width, [__name__], lambda: not self._on_spark.is_set())
+            # Rounds go to Spark once its workers are up too: the first job would wait for them.
+            self._warm = warm_up(self._settings.spark, width, [__name__], lambda: not self._on_spark.is_set())
             schemas = dict(self._schemas)
             native = native_eligible(self._source, schemas) and decoder_path() is not None
             self._listener.message(
@@ -269,7 +271,8 @@ class CatchupRunner:
             return read_range(context, pair[0], pair[1])
 
         decoder = "its tasks"
-        if os.environ.get(IN_DRIVER_ENV, "auto") != "never" and not executors_ready(self._settings.spark):
+        spark_ready = self._warm.is_set() and executors_ready(self._settings.spark)
+        if os.environ.get(IN_DRIVER_ENV, "auto") != "never" and not spark_ready:
             decoder = "the driver (Spark starting)"
             with ThreadPoolExecutor(len(pairs), thread_name_prefix="sparkcdc-catchup-driver") as threads:
                 results = list(threads.map(task, pairs))

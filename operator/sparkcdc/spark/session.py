@@ -171,14 +171,16 @@ def executors_ready(spark: Any) -> bool:
         return True
 
 
-def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[], bool]) -> None:
+def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[], bool]) -> threading.Event:
     """Start ``spark`` (e.g. a ``LazySession``) on a daemon thread, concurrently with the caller's
     planning; if it is up while ``needed()`` still holds (no snapshot wave submitted yet), also
     start its Python workers with ``modules`` imported: one task per worker, each worker kept for
     reuse (``spark.python.worker.reuse``). A wave submitted earlier starts the workers itself,
     and a warm-up job queued behind it would only delay the next wave. A failure here is left
-    for the first wave to meet and report."""
+    for the first wave to meet and report. The returned event is set once the thread is done
+    (started and warmed, skipped, or failed)."""
     names = list(modules)
+    done = threading.Event()
 
     def imports(_: Iterable[int]) -> Iterator[int]:
         for name in names:
@@ -192,8 +194,11 @@ def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[
                 context.parallelize(range(workers), workers).mapPartitions(imports).collect()
         except Exception as err:  # e.g. stopped while starting; the first wave reports real failures
             log.debug("warming up Spark failed: %s", err)
+        finally:
+            done.set()
 
     threading.Thread(target=run, name="sparkcdc-spark-warm-up", daemon=True).start()
+    return done
 
 
 # -- Delta Lake -------------------------------------------------------------------------------------
