@@ -20,6 +20,7 @@ tested against the single reader yet).
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -66,7 +67,8 @@ __all__ = [
     "read_range",
 ]
 
-# "auto" (default): the driver decodes rounds while Spark starts; "never": rounds wait for Spark.
+# "auto" (default): the driver decodes rounds while Spark starts; "never": rounds wait for Spark;
+# "always": the driver decodes every round (tests of that path).
 IN_DRIVER_ENV = "SPARKCDC_CATCHUP_IN_DRIVER"
 
 _MIN_RANGE_BYTES = 64 * 1024
@@ -153,6 +155,11 @@ def _read_python(context: RangeContext, window: CatchupRange, server_id: int) ->
             if item >= window.stop:
                 return RangeResult(window.index, reducer.events, reducer.result(), in_use)
     raise SourceError(f"the binlog ended at {reader.position} before catch-up range {window} ended")
+
+
+def _decode_in_driver(spark_ready: bool) -> bool:
+    choice = os.environ.get(IN_DRIVER_ENV, "auto")
+    return choice == "always" or (choice != "never" and not spark_ready)
 
 
 Decoded = tuple[list[RangeResult], str]  # a round's results in range order, and who decoded them
@@ -270,12 +277,16 @@ class CatchupRunner:
         def task(pair: tuple[CatchupRange, int]) -> RangeResult:
             return read_range(context, pair[0], pair[1])
 
+        def task_in_driver(pair: tuple[CatchupRange, int]) -> RangeResult:
+            # A range mutates its context (the event filter advances): a copy of its own, as a
+            # Spark task gets by unpickling.
+            return read_range(copy.deepcopy(context), pair[0], pair[1])
+
         decoder = "its tasks"
-        spark_ready = self._warm.is_set() and executors_ready(self._settings.spark)
-        if os.environ.get(IN_DRIVER_ENV, "auto") != "never" and not spark_ready:
+        if _decode_in_driver(self._warm.is_set() and executors_ready(self._settings.spark)):
             decoder = "the driver (Spark starting)"
             with ThreadPoolExecutor(len(pairs), thread_name_prefix="sparkcdc-catchup-driver") as threads:
-                results = list(threads.map(task, pairs))
+                results = list(threads.map(task_in_driver, pairs))
         else:
             self._on_spark.set()
             rdd = self._settings.spark.sparkContext.parallelize(pairs, len(pairs))

@@ -8,10 +8,11 @@ catch up in parallel (threshold 1 byte), with the Go decoder and with python-mys
 starts, the second waits for Spark (``SPARKCDC_CATCHUP_IN_DRIVER=never``). The replicas must equal
 each other and the source row for row. A second pipeline is killed (SIGKILL) after catch-up
 committed its first round and again while its first round decodes, and must converge on restart.
-A third takes an ``initial`` snapshot while a writer runs, so catch-up starts at the minimum high watermark
-and its tasks must apply the per-split filter of the handoff exactly. A fourth backlog holds an
-ADD COLUMN: catch-up ends before it, the live reader follows the schema change, and the replica
-equals the single reader's.
+A third takes an ``initial`` snapshot while a writer runs, so catch-up starts at the minimum high
+watermark and its tasks must apply the per-split filter of the handoff exactly (and so must the
+driver's threads, each range with its own copy of the filter, when the driver decodes). A fourth
+backlog holds an ADD COLUMN: catch-up ends before it, the live reader follows the schema change,
+and the replica equals the single reader's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from binlog_support import Case
 
 from harness.runner import run_sparkcdc, subprocess_env
@@ -156,7 +158,13 @@ def test_catchup_killed_and_restarted_converges(case: Case) -> None:
     _assert_replicas(case, "killed")
 
 
-def test_catchup_after_snapshot_applies_the_handoff_filter(case: Case) -> None:
+@pytest.mark.parametrize("where", ["spark", "driver"])
+def test_catchup_after_snapshot_applies_the_handoff_filter(
+    case: Case, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if where == "driver":  # the split filter in Python, two ranges at a time in driver threads
+        monkeypatch.setenv(DECODER_ENV, "python")
+        monkeypatch.setenv(IN_DRIVER_ENV, "always")
     _create_tables(case)
     for r in range(3):
         _round(case, r, 1000)
@@ -182,7 +190,10 @@ def test_catchup_after_snapshot_applies_the_handoff_filter(case: Case) -> None:
         stop.set()
         thread.join()
     assert result.returncode == 0, result.describe()
-    assert "parallel catch-up" in result.stderr + result.stdout, result.describe()
+    log = result.stderr + result.stdout
+    assert "parallel catch-up" in log, result.describe()
+    if where == "driver":
+        assert "by the driver" in log and "by its tasks" not in log, log
     case.run_ok(case.manifest("handoff.yaml", pipeline))  # catch up with the writer's last rounds
     _assert_replicas(case, "handoff")
 

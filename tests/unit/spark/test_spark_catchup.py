@@ -3,13 +3,28 @@ round (spark/catchup.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from sparkcdc.api.spec import CdcPipelineSpec
-from sparkcdc.spark.catchup import catchup_settings
+from sparkcdc.core.catchup import CatchupRange
+from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.spark import catchup
+from sparkcdc.spark.catchup import (
+    IN_DRIVER_ENV,
+    CatchupRunner,
+    CatchupSettings,
+    RangeContext,
+    RangeResult,
+    catchup_settings,
+)
 from sparkcdc.spark.lazy_session import LazySession
+from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.session import executors_ready
 from sparkcdc.spark.streaming import live_reader_server_id
 
@@ -62,3 +77,31 @@ def test_a_session_still_starting_is_not_ready_and_one_started_is() -> None:
         sparkContext = Context()  # noqa: N815 (the name SparkSession gives it)
 
     assert executors_ready(Session())
+
+
+def test_ranges_the_driver_decodes_each_get_their_own_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A range advances its event filter as it reads; in Spark each task unpickles its own copy,
+    and in driver threads each range must get one too, or ranges race on one filter."""
+    table = TableId("shop", "t")
+    low, high = BinlogOffset("b.000001", 100), BinlogOffset("b.000001", 900)
+    infos = {table: [FinishedSplitInfo(SnapshotSplit(table, 0, None, None), high, 1)]}
+    shared = BinlogSplitFilter(infos, {table: ["id"]})
+    seen: list[RangeContext] = []
+
+    def read_range(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult:
+        seen.append(context)
+        context.event_filter.advance_to(window.stop)  # what reading a range does
+        return RangeResult(window.index, 0, {}, {})
+
+    monkeypatch.setattr(catchup, "read_range", read_range)
+    monkeypatch.setenv(IN_DRIVER_ENV, "always")
+    source = SourceConfig(host="db", port=3306, user="cdc")
+    runner = CatchupRunner(
+        CatchupSettings(None, (1, 2), 1), source, cast(Any, None), {}, PipelineListener(), lambda c: c
+    )
+    context = RangeContext(source, {}, shared)
+    windows = [CatchupRange(0, low, high), CatchupRange(1, high, BinlogOffset("b.000001", 1500))]
+    results, decoder = runner._decode(context, windows)
+    assert decoder.startswith("the driver") and [r.index for r in results] == [0, 1]
+    assert len({id(c.event_filter) for c in seen}) == 2 and all(c.event_filter is not shared for c in seen)
+    assert shared.pure_binlog_tables() == set()  # the runner's own filter was not advanced
