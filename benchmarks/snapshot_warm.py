@@ -13,9 +13,7 @@ Usage: python benchmarks/snapshot_warm.py MANIFEST STATE_DIR
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sparkcdc.api.manifest import load_manifests
@@ -23,19 +21,10 @@ from sparkcdc.local import runtimes_of
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.pipeline import PipelineDriver
-from sparkcdc.spark.session import create_context, local_master
+from sparkcdc.spark.session import create_context, local_master, warm_up
 from sparkcdc.state.file_store import FileCheckpointStore
 
 READY = "READY"
-
-
-def _warm(spark: LazySession, workers: int, modules: list[str]) -> None:
-    def imports(_: Iterable[int]) -> Iterator[int]:
-        for name in modules:
-            importlib.import_module(name)
-        yield 0
-
-    spark.sparkContext.parallelize(range(workers), workers).mapPartitions(imports).collect()
 
 
 def main(manifest: str, state_dir: str) -> int:
@@ -43,7 +32,9 @@ def main(manifest: str, state_dir: str) -> int:
     parallelism = runtime.pipeline.spec.snapshot.parallelism
     spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism)))
     try:
-        _warm(spark, parallelism, ["sparkcdc.spark.snapshot", type(runtime.sink).__module__])
+        # What PipelineDriver does while it plans, but waited for before the clock starts.
+        modules = ["sparkcdc.spark.snapshot", type(runtime.sink).__module__]
+        warm_up(spark, parallelism, modules, lambda: True).wait()
         state = Path(state_dir)
         state.mkdir(parents=True, exist_ok=True)
         (state / READY).touch()
