@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,7 +39,8 @@ from sparkcdc.testing.mariadb import MariaDBServer
 pytestmark = pytest.mark.integration
 
 Rows = dict[Key, dict[str, Any]]
-MAX_ROUNDS = 40
+# Reads go on until every kind was seen; under load that takes longer, so the bound is time.
+MAX_SECONDS = 120
 
 
 class BurstWriter:
@@ -172,10 +174,16 @@ def test_one_connection_per_task_each_split_exact_at_its_high_watermark(
 
     results: list[tuple[SnapshotSplit, SplitReadResult]] = []
     with BurstWriter(mariadb, table.table.database) as writer, SplitReader(source_config, 5401, 64) as reader:
-        for _ in range(MAX_ROUNDS):
+        deadline = time.monotonic() + MAX_SECONDS
+        while time.monotonic() < deadline:
+            writer.pause_max = _pause_for(_kinds(results))
             results += [(split, reader.read(table, split)) for split in splits]
             if _covered(results) and writer.transactions >= 100:
                 break
+        # Changes after the last read too, so reads with equal watermarks lie mid-stream.
+        writer.pause_max, seen = 0.0, writer.transactions
+        while writer.transactions < seen + 5 and time.monotonic() < deadline + 30:
+            time.sleep(0.01)
     end = binlog_offset(mariadb)
     assert _covered(results), f"reads of each kind: {_kinds(results)}, {writer.transactions} transactions"
 
