@@ -313,8 +313,15 @@ def main() -> None:
         runs = [("tuned", args.chunk_size, args.splits_per_task)]
         if not args.skip_defaults:
             runs.append(("defaults", defaults.chunk_size, defaults.splits_per_task))
+        # sparkcdc's own choice (the driver reads while Spark is not worth starting or not up),
+        # every wave on Spark, and every wave on a Spark started before the clock.
+        modes = [
+            ("", "auto", False),
+            (", all waves on Spark", "never", False),
+            (", Spark already up", "never", True),
+        ]
         for label, chunk_size, per_task in runs:
-            for warm in (False, True):
+            for what, in_driver, warm in modes:
                 shutil.rmtree(changelog_dir, ignore_errors=True)
                 run = run_pipeline(
                     server,
@@ -325,9 +332,10 @@ def main() -> None:
                     per_task,
                     args.parallelism,
                     warm=warm,
+                    in_driver=in_driver,
                 )
                 assert count_changelog(changelog_dir) == rows, "the changelog does not hold every row"
-                title = f"sparkcdc → changelog ({label}{', Spark already up' if warm else ''})"
+                title = f"sparkcdc → changelog ({label}{what})"
                 measured[title] = run
                 console.print(f"{title}: {run}")
         shutil.rmtree(changelog_dir, ignore_errors=True)

@@ -4,6 +4,7 @@ checksum, and the JVM class-data archive every run maps (see snapshot.py)."""
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from snapshot_warm import READY as WARM_READY
 
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.spark.session import cds_archive
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 
 __all__ = [
     "DATABASE",
@@ -53,9 +55,11 @@ def run_pipeline(
     parallelism: int,
     *,
     warm: bool = False,
+    in_driver: str = "auto",
 ) -> dict[str, Any]:
     """A ``sparkcdc run`` of the snapshot with its timings, or with ``warm`` the same snapshot by a
-    driver whose Spark was started first (snapshot_warm.py), timed from its ``READY``."""
+    driver whose Spark was started first (snapshot_warm.py), timed from its ``READY``.
+    ``in_driver`` is the run's ``SPARKCDC_SNAPSHOT_IN_DRIVER`` (spark/wave_runner.py)."""
     state = work / f"state-{name}"
     shutil.rmtree(state, ignore_errors=True)
     manifest = write_manifest(
@@ -96,7 +100,11 @@ def run_pipeline(
         watch["ready"] = (state / WARM_READY).exists
         script = Path(__file__).with_name("snapshot_warm.py")
         command = [sys.executable, str(script), str(manifest), str(state)]
-    run = run_sparkcdc(manifest, state, watch=watch, command=command)
+    os.environ[IN_DRIVER_ENV] = in_driver
+    try:
+        run = run_sparkcdc(manifest, state, watch=watch, command=command)
+    finally:
+        os.environ.pop(IN_DRIVER_ENV, None)
     if run.returncode != 0:
         raise SystemExit(f"sparkcdc run ({name}) failed with exit code {run.returncode}:\n{run.tail()}")
     if warm:
@@ -107,6 +115,8 @@ def run_pipeline(
     figures: dict[str, Any] = {
         "chunk_size": chunk_size,
         "splits_per_task": splits_per_task,
+        "in_driver": in_driver,
+        "spark_started": any("starting Spark" in line for _, line in run.lines),
         "snapshot_seconds": round(end - begin, 3),
         "start_to_done_seconds": round(end, 3),
         "wall_seconds": round(run.seconds, 3),

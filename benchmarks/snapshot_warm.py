@@ -13,6 +13,7 @@ Usage: python benchmarks/snapshot_warm.py MANIFEST STATE_DIR
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,12 +23,14 @@ from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.session import create_context, local_master, warm_up
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 from sparkcdc.state.file_store import FileCheckpointStore
 
 READY = "READY"
 
 
 def main(manifest: str, state_dir: str) -> int:
+    os.environ[IN_DRIVER_ENV] = "never"  # the waves on the Spark started here, not the driver's threads
     (runtime,) = runtimes_of(load_manifests([manifest]))
     parallelism = runtime.pipeline.spec.snapshot.parallelism
     spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism)))

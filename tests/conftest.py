@@ -15,6 +15,7 @@ Tests under ``tests/unit`` get the ``unit`` marker, ``tests/integration`` ``inte
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +27,17 @@ from harness.mariadb import source_config as _source_config
 from harness.mariadb import start_server, unique_name
 from harness.spark import local_session
 from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer
 
 _TESTS_DIR = Path(__file__).parent
+
+# Snapshot waves run as Spark tasks in the suite, in this process and in the ``sparkcdc`` runs
+# and driver pods it starts (they inherit the environment): with the default ``auto`` the small
+# test tables would be read on the driver's threads and Spark's path would go untested. Tests of
+# the driver's path set it themselves (tests/integration/snapshot/test_snapshot_wave_runner.py).
+os.environ.setdefault(IN_DRIVER_ENV, "never")
 _KINDS = ("unit", "integration", "e2e")
 
 

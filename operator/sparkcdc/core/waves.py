@@ -13,10 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_SPLITS_PER_TASK", "WAVE_TARGET_SECONDS", "WaveSizer"]
+__all__ = [
+    "MAX_SPLITS_PER_TASK",
+    "SPARK_WORTH_SECONDS",
+    "WAVE_TARGET_SECONDS",
+    "WaveSizer",
+    "spark_worth_starting",
+]
 
 WAVE_TARGET_SECONDS = 4.0
 MAX_SPLITS_PER_TASK = 1024  # the spec's own bound for splitsPerTask
+# Starting Spark costs seconds of CPU on the driver's machine (JVM, Python workers) and, on
+# Kubernetes, up to minutes of executor pods; a snapshot the driver finishes within this many
+# seconds on its own is done before Spark would have helped.
+SPARK_WORTH_SECONDS = 20.0
 
 
 @dataclass
@@ -38,3 +48,15 @@ class WaveSizer:
             self.splits_per_task = min(MAX_SPLITS_PER_TASK, self.splits_per_task * 2)
         elif seconds > self.target_seconds * 2:
             self.splits_per_task = max(self.floor, self.splits_per_task // 2)
+
+
+def spark_worth_starting(
+    remaining_splits: int, splits_done: int, seconds: float, worth_seconds: float = SPARK_WORTH_SECONDS
+) -> bool:
+    """Whether the splits left would keep the driver busy for more than ``worth_seconds``, at the
+    rate it read ``splits_done`` splits in ``seconds`` (wall time of its own waves)."""
+    if remaining_splits <= 0:
+        return False
+    if splits_done <= 0:
+        return True
+    return remaining_splits * (seconds / splits_done) > worth_seconds

@@ -6,7 +6,6 @@ and records their high watermarks in the checkpoint only after the sink committe
 
 from __future__ import annotations
 
-import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -40,10 +39,10 @@ from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order, plan_table, tail_splits
 from sparkcdc.spark.runtime import PipelineRuntime
 from sparkcdc.spark.schema_changes import fail_vanished_tables
-from sparkcdc.spark.session import warm_up
-from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
+from sparkcdc.spark.snapshot import WaveContext, plan_tasks
 from sparkcdc.spark.startup import SearchContext, startup_offset
 from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
+from sparkcdc.spark.wave_runner import WaveRunner
 from sparkcdc.state.base import CheckpointStore
 
 _MAX_RESNAPSHOTS = 3
@@ -116,7 +115,6 @@ class PipelineDriver:
         self._spark = spark
         self._listener = listener
         self._snapshot = runtime.pipeline.spec.snapshot
-        self._waves_started = threading.Event()
 
     def load_checkpoint(self) -> Checkpoint | None:
         document = self._store.load()
@@ -282,8 +280,9 @@ class PipelineDriver:
             check_binlog_settings(conn)
             schemas = discover_tables(self._runtime, conn)
             checkpoint = self.load_checkpoint()
+            runner = WaveRunner(self._spark, self._runtime.sink, self._snapshot.parallelism, self._listener)
             if checkpoint is None or not checkpoint.snapshot_done:
-                self._warm_up_spark()
+                runner.begin()
             ids = server_id_range(self._runtime, checkpoint)
             checkpoint = replace(checkpoint or Checkpoint(), server_ids=ids)
             assigner = SnapshotSplitAssigner(checkpoint)
@@ -295,7 +294,7 @@ class PipelineDriver:
                 {t: assigner.table_progress(t)[1] for t in schemas},
                 {t: assigner.table_progress(t)[0] for t in schemas},
             )
-            checkpoint = self._run_waves(conn, assigner, schemas, checkpoint)
+            checkpoint = self._run_waves(conn, assigner, schemas, checkpoint, runner)
             if not checkpoint.snapshot_done:
                 end = current_offset(conn, flavor)
                 checkpoint = replace(checkpoint, snapshot_done=True, snapshot_end_offset=end)
@@ -304,13 +303,6 @@ class PipelineDriver:
             return checkpoint
         finally:
             conn.close()
-
-    def _warm_up_spark(self) -> None:
-        """Start Spark (and its Python workers, if there is time) while the splits are planned
-        and the sink prepared: seconds of JVM start-up the first wave would otherwise wait for."""
-        sink_module = type(self._runtime.sink).__module__
-        modules = ["sparkcdc.spark.snapshot", sink_module]
-        warm_up(self._spark, self._snapshot.parallelism, modules, lambda: not self._waves_started.is_set())
 
     def _plan_missing(
         self, conn: Any, assigner: SnapshotSplitAssigner, schemas: Mapping[TableId, TableSchema]
@@ -343,6 +335,7 @@ class PipelineDriver:
         assigner: SnapshotSplitAssigner,
         schemas: Mapping[TableId, TableSchema],
         checkpoint: Checkpoint,
+        runner: WaveRunner,
     ) -> Checkpoint:
         ids = checkpoint.server_ids or (1, 1)
         task_ids = list(range(ids[0], ids[1] + 1))[: self._snapshot.parallelism]
@@ -369,9 +362,10 @@ class PipelineDriver:
                 wave = assigner.next_wave(wave_size)
             if not wave:
                 return checkpoint
-            self._waves_started.set()
             began = time.monotonic()
-            summaries = run_wave(self._spark, context, plan_tasks(wave, task_ids, sizer.splits_per_task))
+            finished, total = assigner.progress()
+            tasks = plan_tasks(wave, task_ids, sizer.splits_per_task)
+            summaries = runner.run(context, tasks, total - finished - len(wave))
             sizer.observe(time.monotonic() - began)
             assigner.on_finished([s.finished_info() for s in summaries])
             checkpoint = assigner.to_checkpoint(checkpoint)

@@ -9,7 +9,8 @@ binlog (``SHOW BINLOG EVENTS``) gives each transaction's exact end position.
 That is enough to check DESIGN §3 rule 2 exactly, without the binlog phase: replaying the
 writer's transactions onto the initial table up to a split's high watermark (from the
 checkpoint) gives the source's content of the split's key range at that position, and the
-sink's rows in that range must be exactly those.
+sink's rows in that range must be exactly those. It runs with the waves as Spark tasks and on
+the driver's threads.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from harness.runner import SparkcdcProcess
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -203,7 +205,12 @@ def _unfinished(checkpoint: Checkpoint | None, count: int) -> list[SnapshotSplit
     return [s for s in splits if s.index not in done][:count]
 
 
-def test_writes_during_snapshot_each_split_exact_at_its_high_watermark(scenario: Scenario) -> None:
+@pytest.mark.parametrize("where", ["spark", "driver"])
+def test_writes_during_snapshot_each_split_exact_at_its_high_watermark(
+    scenario: Scenario, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Waves as Spark tasks, or on the driver's threads (as before Spark is up, spark/wave_runner.py).
+    monkeypatch.setenv(IN_DRIVER_ENV, "never" if where == "spark" else "always")
     db = scenario.db
     scenario.execute(
         f"CREATE TABLE {db}.{TABLE} (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT NULL,"

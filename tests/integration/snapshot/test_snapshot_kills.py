@@ -11,7 +11,7 @@ down the whole process tree at once, as a pod kill does (tests/harness/runner.py
 
 After every kill neither checkpoint claims more than its sink holds. After the last run (exit
 0) the replica equals the source, and the changelog has one file per split with each key
-exactly once.
+exactly once. It runs with the waves as Spark tasks and on the driver's threads.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from kill_support import (
     random_moments,
 )
 from snapshot_support import Scenario, assert_same_rows
+
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +61,10 @@ def _create_tables(scenario: Scenario) -> None:
     )
 
 
-def test_kills_at_many_moments(scenario: Scenario) -> None:
+@pytest.mark.parametrize("where", ["spark", "driver"])
+def test_kills_at_many_moments(scenario: Scenario, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Waves as Spark tasks, or on the driver's threads (as before Spark is up, spark/wave_runner.py).
+    monkeypatch.setenv(IN_DRIVER_ENV, "never" if where == "spark" else "always")
     _create_tables(scenario)
     options: dict[str, Any] = {"chunk_size": 150, "splits_per_task": 2, "tls": "disabled"}
     jdbc = scenario.manifest(JDBC.pipeline, list(TABLES), **options)

@@ -1,5 +1,6 @@
 """Snapshot wave sizing (core/waves.py): waves grow while short, shrink when long, never below
-the starting count or above the spec's bound, and stay fixed when the spec sets splitsPerTask."""
+the starting count or above the spec's bound, and stay fixed when the spec sets splitsPerTask.
+And when Spark is worth starting: only for more work than the driver does alone in a while."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.core.waves import MAX_SPLITS_PER_TASK, WAVE_TARGET_SECONDS, WaveSizer
+from sparkcdc.core.waves import (
+    MAX_SPLITS_PER_TASK,
+    SPARK_WORTH_SECONDS,
+    WAVE_TARGET_SECONDS,
+    WaveSizer,
+    spark_worth_starting,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -50,3 +57,30 @@ def test_size_stays_within_the_start_and_the_bound(floor: int, seconds: list[flo
     for s in seconds:
         sizer.observe(s)
         assert floor <= sizer.splits_per_task <= MAX_SPLITS_PER_TASK
+
+
+def test_spark_starts_for_a_long_rest_and_not_for_a_short_one() -> None:
+    # 0.5 s per split in the driver: 39 more splits are 19.5 s, 41 are 20.5 s.
+    assert not spark_worth_starting(39, 4, 2.0)
+    assert spark_worth_starting(41, 4, 2.0)
+    assert not spark_worth_starting(0, 4, 2.0)  # nothing left
+
+
+def test_without_a_measurement_spark_starts_unless_nothing_is_left() -> None:
+    assert spark_worth_starting(1, 0, 0.0)
+    assert not spark_worth_starting(0, 0, 0.0)
+
+
+@given(
+    remaining=st.integers(0, 10**6),
+    done=st.integers(1, 10**4),
+    seconds=st.floats(0, 10**4, allow_nan=False),
+    more=st.integers(0, 10**6),
+)
+def test_more_work_left_never_makes_spark_less_worth_it(
+    remaining: int, done: int, seconds: float, more: int
+) -> None:
+    if spark_worth_starting(remaining, done, seconds):
+        assert spark_worth_starting(remaining + more, done, seconds)
+    if remaining > 0 and seconds / done * remaining > SPARK_WORTH_SECONDS:
+        assert spark_worth_starting(remaining, done, seconds)
