@@ -44,12 +44,12 @@ JDBC = Target("kills-jdbc", "jdbc")
 LOG = Target("kills-log", "changelog")
 
 
-def _create_tables(scenario: Scenario) -> None:
+def _create_tables(scenario: Scenario, scale: int) -> None:
     db = scenario.db
     scenario.execute(f"CREATE TABLE {db}.k1 (id INT PRIMARY KEY, v VARCHAR(40), n INT)")
     scenario.execute(
         f"INSERT INTO {db}.k1 SELECT seq, CONCAT('v', seq), IF(seq % 5 = 0, NULL, seq * 3)"
-        f" FROM {db}.seq_1_to_2400"
+        f" FROM {db}.seq_1_to_{2400 * scale}"
     )
     scenario.execute(
         f"CREATE TABLE {db}.k2 (code VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
@@ -57,7 +57,7 @@ def _create_tables(scenario: Scenario) -> None:
     )
     scenario.execute(
         f"INSERT INTO {db}.k2 SELECT CONCAT(ELT(1 + seq % 4, 'a', 'B', 'c', 'D'), LPAD(seq, 5, '0'),"
-        f" IF(seq % 7 = 0, ' ', '')), seq FROM {db}.seq_1_to_900"
+        f" IF(seq % 7 = 0, ' ', '')), seq FROM {db}.seq_1_to_{900 * scale}"
     )
 
 
@@ -65,7 +65,8 @@ def _create_tables(scenario: Scenario) -> None:
 def test_kills_at_many_moments(scenario: Scenario, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Waves as Spark tasks, or on the driver's threads (as before Spark is up, spark/wave_runner.py).
     monkeypatch.setenv(IN_DRIVER_ENV, "never" if where == "spark" else "always")
-    _create_tables(scenario)
+    # Without a JVM the runs are several times faster: more rows keep the moments inside them.
+    _create_tables(scenario, 1 if where == "spark" else 5)
     options: dict[str, Any] = {"chunk_size": 150, "splits_per_task": 2, "tls": "disabled"}
     jdbc = scenario.manifest(JDBC.pipeline, list(TABLES), **options)
     # Small INSERT batches: a split's transaction takes several statements, long enough to be
@@ -88,6 +89,11 @@ def test_kills_at_many_moments(scenario: Scenario, where: str, monkeypatch: pyte
         (random_b, LOG),
         (Moment("after sink commit, later", at_progress(8, committed_not_checkpointed)), JDBC),
     ]
+    if where == "driver":
+        # The changelog pipeline writes its files without a JVM in about a second, too fast to
+        # catch one file write by polling; its atomic write is the same code as in the Spark
+        # run. Its pipeline is still killed with the JDBC one at every moment.
+        moments = [(moment, target) for moment, target in moments if target is JDBC or moment is random_b]
     report = kill_chain(scenario, manifest, TABLES, moments, [JDBC, LOG])
     print("\n".join(report))
     assert len(report) == len(moments) + 1
