@@ -154,7 +154,16 @@ class MySqlDialect:
 
     def delete_range(self, cur: Any, schema: TableSchema, start: Key | None, end: Key | None) -> None:
         where, params = range_predicate(schema.chunk_key, start, end, self.quote)
-        cur.execute(f"DELETE FROM {self.quote(schema.table.table)} WHERE {where}", params)
+        table = self.quote(schema.table.table)
+        # A DELETE locks the gaps of its range even when it finds no row, and on a table still
+        # empty around the range two tasks' gaps are one: their inserts then deadlock. A split
+        # written for the first time finds nothing, so look first (a plain consistent read, no
+        # locks). Only an earlier attempt of this split writes this range, and it either
+        # committed before this transaction's read (the rows are seen and deleted) or rolled back.
+        cur.execute(f"SELECT 1 FROM {table} WHERE {where} LIMIT 1", params)
+        if cur.fetchone() is None:
+            return
+        cur.execute(f"DELETE FROM {table} WHERE {where}", params)
 
     def write_table(self, cur: Any, schema: TableSchema, data: pa.Table, tail: str = "") -> None:
         # Literals are rendered column-wise by Arrow (arrow_sql), exactly as executemany would

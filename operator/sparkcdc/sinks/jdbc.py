@@ -87,17 +87,24 @@ class JdbcSink(Sink):
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
     ) -> None:
         # Tasks writing adjacent ranges at once lock each other's boundary gaps (next-key locks of
-        # the DELETE), so deadlocks are expected; the transaction is redone, as InnoDB advises.
+        # the DELETE; on an empty table every range shares one gap), so deadlocks are expected;
+        # the transaction is redone, as InnoDB advises, after about as long as the failed attempt
+        # took: the winner's transaction is as large, and tasks that start in step (threads of
+        # one driver) would otherwise collide again at every attempt.
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            began = time.monotonic()
             try:
                 with self._transaction(schema, fenced=True) as cur:
                     self._dialect.delete_range(cur, schema, split.start, split.end)
                     self._dialect.write_table(cur, schema, data)
                 return
             except SinkError as err:
-                if attempt == _WRITE_ATTEMPTS or not _is_lock_conflict(err.__cause__):
+                if attempt == _WRITE_ATTEMPTS or not _is_write_conflict(err.__cause__):
                     raise
-                time.sleep(random.uniform(0.01, 0.05) * attempt)
+                time.sleep(
+                    random.uniform(0.5, 1.5) * (time.monotonic() - began)
+                    + random.uniform(0.01, 0.05) * attempt
+                )
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         target = self._dialect.quote(schema.table.table)
@@ -193,6 +200,14 @@ def _is_lock_conflict(err: BaseException | None) -> bool:
     code = args[0] if args else None
     state = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
     return code in (1205, 1213) or state in ("40001", "40P01")
+
+
+def _is_write_conflict(err: BaseException | None) -> bool:
+    """A lock conflict, or a duplicate key: another attempt of the same split (a zombie task)
+    committed the range after this transaction looked whether it held rows (dialects.py); redone,
+    the transaction sees them and deletes them first."""
+    args = getattr(err, "args", ())
+    return _is_lock_conflict(err) or (bool(args) and args[0] == 1062)
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -1,6 +1,7 @@
 """The driver's orchestration of one pipeline: discover, plan, snapshot in waves, checkpoint.
 
 This is Flink's split enumerator: it owns the assigner, hands waves of splits to Spark tasks
+(or to the driver's own threads while Spark is not worth starting or not up: wave_runner.py)
 and records their high watermarks in the checkpoint only after the sink committed them.
 """
 

@@ -1,7 +1,9 @@
 """Adjacent splits of one table are written to the JDBC sink at the same time by different
 Spark tasks. Their ``DELETE range + INSERT`` transactions take next-key locks on each other's
 boundary rows, so InnoDB reports deadlocks; a split write must survive that (retry the
-transaction) instead of failing the task."""
+transaction) instead of failing the task. Writers also write the same split at once (as a zombie
+task attempt would): the one that finds the other's rows committed under its insert redoes its
+transaction and deletes them first."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from sparkcdc.sinks.jdbc import JdbcSinkConfig
 pytestmark = pytest.mark.integration
 
 ROUNDS = 40
+BIG = 30_000  # rows per split: a transaction long enough for the other to meet its locks
 
 
 def test_adjacent_split_writes_at_once_do_not_fail(scenario: Scenario) -> None:
@@ -70,4 +73,55 @@ def test_adjacent_split_writes_at_once_do_not_fail(scenario: Scenario) -> None:
     for thread in threads:
         thread.join(120)
     assert not errors, f"{len(errors)} of {len(threads)} writers failed; first: {errors[0]!r}"
+    scenario.assert_replica_equal("t")
+
+
+def test_large_adjacent_splits_into_an_empty_table_started_in_step(scenario: Scenario) -> None:
+    """Two tasks start their first splits at the same moment (the driver's threads do, spark/
+    wave_runner.py) into an empty table, where both DELETEs lock the one gap: the retries must
+    let the winner finish rather than collide at every attempt."""
+    db = scenario.db
+    scenario.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(30))")
+    scenario.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('v', seq) FROM {db}.seq_1_to_{2 * BIG}")
+    table = TableId(db, "t")
+    cfg = source_config(scenario.server)
+    splits = [SnapshotSplit(table, 0, None, (BIG + 1,)), SnapshotSplit(table, 1, (BIG + 1,), None)]
+    conn = connect(cfg, streaming=True)
+    try:
+        schema = load_table_schema(connect(cfg), table)
+        data = [read_chunk(conn, schema, s) for s in splits]
+    finally:
+        conn.close()
+    sink_cfg = JdbcSinkConfig(
+        "mysql",
+        scenario.server.host,
+        scenario.server.port,
+        scenario.sink_db,
+        "cdc",
+        scenario.server.cdc_password,
+    )
+    sink = sink_cfg.open()
+    sink.prepare([schema])
+    sink.close()
+    errors: list[BaseException] = []
+    for _ in range(3):
+        scenario.execute(f"TRUNCATE TABLE {scenario.sink_db}.t")
+        in_step = threading.Barrier(2)
+
+        def writer(i: int, in_step: threading.Barrier = in_step) -> None:
+            sink = sink_cfg.open()
+            try:
+                in_step.wait(30)
+                sink.write_split(schema, splits[i], data[i], BinlogOffset("binlog.000001", 4))
+            except BaseException as err:
+                errors.append(err)
+            finally:
+                sink.close()
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(300)
+        assert not errors, f"a writer failed: {errors[0]!r}"
     scenario.assert_replica_equal("t")
