@@ -206,7 +206,7 @@ def _is_write_conflict(err: BaseException | None) -> bool:
     """A lock conflict, or a duplicate key: another attempt of the same split (a zombie task)
     committed the range after this transaction looked whether it held rows (dialects.py); redone,
     the transaction sees them and deletes them first."""
-    args = getattr(err, "args", ())
+    args: tuple[Any, ...] = getattr(err, "args", ())
     return _is_lock_conflict(err) or (bool(args) and args[0] == 1062)
 
 

@@ -7,7 +7,9 @@ transaction and deletes them first."""
 
 from __future__ import annotations
 
+import itertools
 import threading
+from typing import Any
 
 import pytest
 from snapshot_support import Scenario
@@ -18,7 +20,7 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import connect
-from sparkcdc.mysql.schema import load_table_schema
+from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
 
 pytestmark = pytest.mark.integration
@@ -27,20 +29,29 @@ ROUNDS = 40
 BIG = 30_000  # rows per split: a transaction long enough for the other to meet its locks
 
 
-def test_adjacent_split_writes_at_once_do_not_fail(scenario: Scenario) -> None:
+def _read_splits(
+    scenario: Scenario, rows: int, bounds: list[int]
+) -> tuple[TableSchema, list[SnapshotSplit], list[Any]]:
+    """Table ``t`` with ``rows`` rows, cut at ``bounds`` into splits, each read from the source."""
     db = scenario.db
     scenario.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(30))")
-    scenario.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('v', seq) FROM {db}.seq_1_to_800")
+    scenario.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('v', seq) FROM {db}.seq_1_to_{rows}")
     table = TableId(db, "t")
+    edges: list[int | None] = [None, *bounds, None]
+    splits = [
+        SnapshotSplit(table, i, None if lo is None else (lo,), None if hi is None else (hi,))
+        for i, (lo, hi) in enumerate(itertools.pairwise(edges))
+    ]
     cfg = source_config(scenario.server)
     conn = connect(cfg, streaming=True)
     try:
         schema = load_table_schema(connect(cfg), table)
-        splits = [SnapshotSplit(table, i, (1 + 200 * i,) if i else None, (201 + 200 * i,)) for i in range(3)]
-        splits.append(SnapshotSplit(table, 3, (601,), None))
-        data = [read_chunk(conn, schema, s) for s in splits]
+        return schema, splits, [read_chunk(conn, schema, s) for s in splits]
     finally:
         conn.close()
+
+
+def _prepared_sink(scenario: Scenario, schema: TableSchema) -> JdbcSinkConfig:
     assert scenario.server.cdc_password
     sink_cfg = JdbcSinkConfig(
         "mysql",
@@ -53,6 +64,12 @@ def test_adjacent_split_writes_at_once_do_not_fail(scenario: Scenario) -> None:
     sink = sink_cfg.open()
     sink.prepare([schema])
     sink.close()
+    return sink_cfg
+
+
+def test_adjacent_split_writes_at_once_do_not_fail(scenario: Scenario) -> None:
+    schema, splits, data = _read_splits(scenario, 800, [201, 401, 601])
+    sink_cfg = _prepared_sink(scenario, schema)
     errors: list[BaseException] = []
     hw = BinlogOffset("binlog.000001", 4)
 
@@ -80,29 +97,8 @@ def test_large_adjacent_splits_into_an_empty_table_started_in_step(scenario: Sce
     """Two tasks start their first splits at the same moment (the driver's threads do, spark/
     wave_runner.py) into an empty table, where both DELETEs lock the one gap: the retries must
     let the winner finish rather than collide at every attempt."""
-    db = scenario.db
-    scenario.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(30))")
-    scenario.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('v', seq) FROM {db}.seq_1_to_{2 * BIG}")
-    table = TableId(db, "t")
-    cfg = source_config(scenario.server)
-    splits = [SnapshotSplit(table, 0, None, (BIG + 1,)), SnapshotSplit(table, 1, (BIG + 1,), None)]
-    conn = connect(cfg, streaming=True)
-    try:
-        schema = load_table_schema(connect(cfg), table)
-        data = [read_chunk(conn, schema, s) for s in splits]
-    finally:
-        conn.close()
-    sink_cfg = JdbcSinkConfig(
-        "mysql",
-        scenario.server.host,
-        scenario.server.port,
-        scenario.sink_db,
-        "cdc",
-        scenario.server.cdc_password,
-    )
-    sink = sink_cfg.open()
-    sink.prepare([schema])
-    sink.close()
+    schema, splits, data = _read_splits(scenario, 2 * BIG, [BIG + 1])
+    sink_cfg = _prepared_sink(scenario, schema)
     errors: list[BaseException] = []
     for _ in range(3):
         scenario.execute(f"TRUNCATE TABLE {scenario.sink_db}.t")

@@ -10,7 +10,8 @@ runs a wave, its summaries hold each split's exact row count at its high waterma
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +76,6 @@ def _check(summaries: list[SplitSummary], wave: list[SnapshotSplit]) -> None:
         assert summary.rows == _expected_rows(summary.split), summary
 
 
-def _wave(runner: WaveRunner, context: WaveContext, wave: list[SnapshotSplit], left: int) -> None:
-    _check(runner.run(context, plan_tasks(wave, SERVER_IDS, 1), left), wave)
-
-
 def _until(condition: Any, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -88,99 +85,90 @@ def _until(condition: Any, timeout: float) -> bool:
     return False
 
 
-def _setup(
-    spark: Any, source_config: SourceConfig, table: TableSchema, tmp_path: Path, *, lazy: bool = True
-) -> tuple[WaveRunner, WaveContext, list[SnapshotSplit], Messages]:
-    """A runner over the session as ``sparkcdc run`` gives it (started on first use), or with
-    ``lazy=False`` as the operator's driver pod does (started before the snapshot)."""
-    sink = ChangelogSinkConfig(str(tmp_path / "changelog"))
-    opened = sink.open()
-    opened.prepare([table])
-    opened.close()
-    messages = Messages()
-    # The shared test session stands behind the LazySession; it is not stopped here.
-    runner = WaveRunner(LazySession(lambda: spark) if lazy else spark, sink, len(SERVER_IDS), messages)
-    runner.begin()
-    context = WaveContext(source_config, sink, {table.table: table}, 64)
-    splits = _splits(source_config, table)
-    assert len(splits) >= 6
-    return runner, context, splits, messages
+@dataclass
+class Waves:
+    runner: WaveRunner
+    context: WaveContext
+    splits: list[SnapshotSplit]
+    messages: Messages
+
+    def run(self, first: int, last: int) -> None:
+        """Run splits ``[first, last)`` as one wave and check their summaries."""
+        wave = self.splits[first:last]
+        _check(self.runner.run(self.context, plan_tasks(wave, SERVER_IDS, 1), len(self.splits) - last), wave)
 
 
-def test_auto_reads_in_the_driver_until_spark_is_up(
+MakeWaves = Callable[..., Waves]
+
+
+@pytest.fixture
+def make_waves(
     spark: Any,
     source_config: SourceConfig,
     table: TableSchema,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(IN_DRIVER_ENV, "auto")
-    monkeypatch.setenv(WORTH_SECONDS_ENV, "0")
-    runner, context, splits, messages = _setup(spark, source_config, table, tmp_path)
-    assert not runner.spark_ready()  # auto starts nothing before a wave says it is worth it
-    _wave(runner, context, splits[:2], len(splits) - 2)
-    assert any("starting Spark" in line for line in messages.lines), messages.lines
-    assert _until(runner.spark_ready, 120), "Spark did not come up"
-    _wave(runner, context, splits[2:4], len(splits) - 4)
-    assert any("Spark is up after 2 splits read in the driver" in line for line in messages.lines)
+) -> MakeWaves:
+    """``make_waves(mode, worth_seconds=None, lazy=True)``: a runner under that mode, over the
+    session as ``sparkcdc run`` gives it (started on first use), or with ``lazy=False`` as the
+    operator's driver pod does (started before the snapshot)."""
+
+    def make(mode: str, worth_seconds: str | None = None, *, lazy: bool = True) -> Waves:
+        monkeypatch.setenv(IN_DRIVER_ENV, mode)
+        if worth_seconds is None:
+            monkeypatch.delenv(WORTH_SECONDS_ENV, raising=False)
+        else:
+            monkeypatch.setenv(WORTH_SECONDS_ENV, worth_seconds)
+        sink = ChangelogSinkConfig(str(tmp_path / "changelog"))
+        opened = sink.open()
+        opened.prepare([table])
+        opened.close()
+        messages = Messages()
+        # The shared test session stands behind the LazySession; it is not stopped here.
+        runner = WaveRunner(LazySession(lambda: spark) if lazy else spark, sink, len(SERVER_IDS), messages)
+        runner.begin()
+        splits = _splits(source_config, table)
+        assert len(splits) >= 6
+        return Waves(runner, WaveContext(source_config, sink, {table.table: table}, 64), splits, messages)
+
+    return make
 
 
-def test_auto_uses_a_session_started_before_the_snapshot(
-    spark: Any,
-    source_config: SourceConfig,
-    table: TableSchema,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(IN_DRIVER_ENV, "auto")
-    monkeypatch.delenv(WORTH_SECONDS_ENV, raising=False)
-    runner, context, splits, messages = _setup(spark, source_config, table, tmp_path, lazy=False)
-    assert _until(runner.spark_ready, 120), "the started session was not taken up"
-    _wave(runner, context, splits, 0)
-    assert messages.lines == []  # nothing read in the driver, nothing to start
+def test_auto_reads_in_the_driver_until_spark_is_up(make_waves: MakeWaves) -> None:
+    waves = make_waves("auto", "0")
+    assert not waves.runner.spark_ready()  # auto starts nothing before a wave says it is worth it
+    waves.run(0, 2)
+    assert any("starting Spark" in line for line in waves.messages.lines), waves.messages.lines
+    assert _until(waves.runner.spark_ready, 120), "Spark did not come up"
+    waves.run(2, 4)
+    assert any("Spark is up after 2 splits read in the driver" in line for line in waves.messages.lines)
 
 
-def test_auto_does_not_start_spark_for_a_short_rest(
-    spark: Any,
-    source_config: SourceConfig,
-    table: TableSchema,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(IN_DRIVER_ENV, "auto")
-    monkeypatch.delenv(WORTH_SECONDS_ENV, raising=False)
-    runner, context, splits, messages = _setup(spark, source_config, table, tmp_path)
-    _wave(runner, context, splits[:2], len(splits) - 2)  # a few splits left: well under 20 s
-    _wave(runner, context, splits[2:], 0)
-    assert not runner.spark_ready() and messages.lines == []
+def test_auto_uses_a_session_started_before_the_snapshot(make_waves: MakeWaves) -> None:
+    waves = make_waves("auto", lazy=False)
+    assert _until(waves.runner.spark_ready, 120), "the started session was not taken up"
+    waves.run(0, len(waves.splits))
+    assert waves.messages.lines == []  # nothing read in the driver, nothing to start
 
 
-def test_always_never_starts_spark(
-    spark: Any,
-    source_config: SourceConfig,
-    table: TableSchema,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(IN_DRIVER_ENV, "always")
-    monkeypatch.setenv(WORTH_SECONDS_ENV, "0")
-    runner, context, splits, messages = _setup(spark, source_config, table, tmp_path)
-    _wave(runner, context, splits[:2], len(splits) - 2)
-    _wave(runner, context, splits[2:], 0)
-    assert not runner.spark_ready() and messages.lines == []
+def test_auto_does_not_start_spark_for_a_short_rest(make_waves: MakeWaves) -> None:
+    waves = make_waves("auto")
+    waves.run(0, 2)  # a few splits left: well under 20 s
+    waves.run(2, len(waves.splits))
+    assert not waves.runner.spark_ready() and waves.messages.lines == []
 
 
-def test_never_runs_every_wave_on_spark(
-    spark: Any,
-    source_config: SourceConfig,
-    table: TableSchema,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(IN_DRIVER_ENV, "never")
-    runner, context, splits, _ = _setup(spark, source_config, table, tmp_path)
-    assert runner.spark_ready()  # a wave waits for Spark to finish starting rather than run here
-    _wave(runner, context, splits, 0)
+def test_always_never_starts_spark(make_waves: MakeWaves) -> None:
+    waves = make_waves("always", "0")
+    waves.run(0, 2)
+    waves.run(2, len(waves.splits))
+    assert not waves.runner.spark_ready() and waves.messages.lines == []
+
+
+def test_never_runs_every_wave_on_spark(make_waves: MakeWaves) -> None:
+    waves = make_waves("never")
+    assert waves.runner.spark_ready()  # a wave waits for Spark to finish starting rather than run here
+    waves.run(0, len(waves.splits))
 
 
 def test_an_unknown_mode_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
