@@ -184,6 +184,20 @@ class Checks:
         self.expect(sink, schema, pa.Table.from_pylist(rows, schema.arrow_schema()), "tail re-cut")
         print("ok tail_resplit", flush=True)
 
+    def unfinished_log(self) -> None:
+        """A driver killed while creating a table leaves a ``_delta_log`` without a commit (and
+        maybe a temporary file); the next prepare creates the table there."""
+        schema = self.schema("tail")
+        sink = DeltaSinkConfig(str(self.lake / "unfinished")).open()
+        log_dir = Path(sink._config.table_path(schema.table)) / "_delta_log"
+        log_dir.mkdir(parents=True)
+        (log_dir / ".00000000000000000000.json.0b1c.tmp").write_text("{")
+        sink.prepare([schema])
+        rows = source_rows(self.source, schema)
+        sink.write_frame(schema, [SnapshotSplit(schema.table, 0, None, None)], self.frame(sink, schema, rows))
+        self.expect(sink, schema, rows, "after an unfinished creation")
+        print("ok unfinished_log", flush=True)
+
     def schema_evolution(self) -> None:
         """The table starts without two of the source's columns (as before an ADD COLUMN).
         evolve_table adds ``extra`` with the source's default for existing rows, once; a batch
@@ -271,6 +285,7 @@ def _sink_checks(request: dict[str, Any], spark: Any) -> None:
     checks.replay_is_idempotent()
     checks.string_key_ranges()
     checks.tail_resplit()
+    checks.unfinished_log()
     checks.schema_evolution()
     checks.options()
 

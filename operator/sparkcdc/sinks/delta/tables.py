@@ -34,6 +34,8 @@ __all__ = ["default_value", "ensure_columns", "evolve_table", "prepare_table", "
 
 log = logging.getLogger(__name__)
 
+# A commit, a checkpoint (classic or multi-part or v2), the last-checkpoint pointer.
+_COMMIT_FILE = re.compile(r"^(\d{20}\.(json|checkpoint.*\.parquet|checkpoint.*\.json)|_last_checkpoint)$")
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -56,6 +58,7 @@ def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path
             f"its columns are {list(schema.column_names)}"
         )
     if not DeltaTable.isDeltaTable(spark, path):
+        clear_unfinished_log(spark, path)
         builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(spark_struct(schema))
         if partitions:
             builder = builder.partitionedBy(*partitions)
@@ -80,6 +83,26 @@ def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path
     # before an ADD COLUMN, the binlog brings the statement and evolve_table adds the column
     # with its default for existing rows. Writes add what they need (ensure_columns).
     return {f.name.lower() for f in table.toDF().schema.fields}
+
+
+def clear_unfinished_log(spark: Any, path: str) -> None:
+    """Remove a ``_delta_log`` that holds no commit: what a driver killed while creating the
+    table leaves. Delta then calls the path no table, yet refuses to create one there because the
+    log directory exists (DELTA_TABLE_NOT_FOUND). A log with any commit or checkpoint is left
+    alone and reported: it is a table Delta could not read, not an unfinished one."""
+    jvm = spark.sparkContext._jvm
+    log_dir = jvm.org.apache.hadoop.fs.Path(f"{path.rstrip('/')}/_delta_log")
+    fs = log_dir.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(log_dir):
+        return
+    names = [status.getPath().getName() for status in fs.listStatus(log_dir)]
+    if any(_COMMIT_FILE.match(name) for name in names):
+        raise SinkError(
+            f"{path} has a Delta log with commits ({len(names)} entries) that Delta does not read as a "
+            "table; check the files, or point spec.sink.path elsewhere"
+        )
+    log.warning("%s: removing the unfinished Delta log of a creation that was cut off: %s", path, names)
+    fs.delete(log_dir, True)
 
 
 def set_properties(spark: Any, path: str, props: Mapping[str, str]) -> None:
