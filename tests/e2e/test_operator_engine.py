@@ -10,11 +10,13 @@ import pytest
 from operator_harness import REAL_DRIVER, Pipelines, RunningOperator, create_driver_account, operator_running
 
 from harness.mariadb import unique_name
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner
 
 ROWS = 3000
+SPARK_STARTED = "Using Spark's default log4j profile"  # the first line a starting JVM logs
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +102,25 @@ def test_snapshot_through_the_operator(
     assert_replica_equal(mariadb, source)
     assert status["progress"]["splitsFinished"] == status["progress"]["splitsTotal"] > 1
     assert status["driver"]["epoch"] == 1
+    # The suite runs waves on Spark (tests/conftest.py): the driver started it.
+    assert SPARK_STARTED in node_runner.logs(namespace, "snap-driver-1")
+
+
+def test_a_small_snapshot_through_the_operator_never_starts_spark(
+    engine_operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str,
+    mariadb: MariaDBServer, source: str, node_runner: NodeRunner, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # The product's default: the driver reads the waves itself while Spark is not worth starting
+    # (spark/wave_runner.py), and its session is started on first use only (driver_main.py), so
+    # on Kubernetes no executor pod is requested for it.
+    monkeypatch.setitem(node_runner.base_env, IN_DRIVER_ENV, "auto")
+    create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
+    pipelines = Pipelines(control_plane, namespace)
+    pipelines.create(pipeline("small", mariadb, source))
+    status = wait_completed(engine_operator, pipelines, "small", node_runner)
+    assert_replica_equal(mariadb, source)
+    assert status["progress"]["splitsFinished"] == status["progress"]["splitsTotal"] > 1
+    assert SPARK_STARTED not in node_runner.logs(namespace, "small-driver-1")
 
 
 def test_driver_pod_deleted_mid_snapshot_resumes_without_loss(

@@ -44,6 +44,7 @@ from sparkcdc.core.fence import Fence, FencedError, pipeline_key
 from sparkcdc.errors import USER_ERRORS
 from sparkcdc.sinks.base import start_fenced, writes_in_driver
 from sparkcdc.sinks.fence import fenced_message
+from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
 from sparkcdc.spark.session import create_session, delta_conf, merge_conf
@@ -112,7 +113,14 @@ def _run() -> None:
         fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)
         plain = replace(plain, sink=start_fenced(plain.sink, fence))  # claims the sink's fence
         runtime = replace(plain, sink=MeasuredSinkConfig(plain.sink, progress))
-        spark = create_session(f"sparkcdc-{namespace}-{name}", master, spark_conf(runtime, master, env))
+        conf = spark_conf(runtime, master, env)
+        # Started on first use: a pipeline past its snapshot streams without Spark, and a small
+        # snapshot is read by the driver alone (spark/wave_runner.py); on Kubernetes a started
+        # session holds its executor pods for the pipeline's life. A sink that writes with Spark
+        # from the driver (Delta) needs it at once.
+        spark = LazySession(lambda: create_session(f"sparkcdc-{namespace}-{name}", master, conf))
+        if writes_in_driver(runtime.sink):
+            spark.get()
         tracker = AppliedTracker(store)
         # Verification reads the sink itself: the plain runtime, not the measured one.
         poll = verify_poll_seconds(env)
