@@ -127,7 +127,9 @@ def _run() -> None:
         verifier = DriverVerifier(kube, store, tracker, plain, spark, obj, poll_seconds=poll)
         verifier.start()
         try:
-            run_pipeline(PipelineDriver(runtime, tracker, spark, progress))
+            # Waves the driver reads itself run on its own cores (a local master is this pod).
+            threads = None if master.startswith("local") else pipeline.spec.spark.driver.cores
+            run_pipeline(PipelineDriver(runtime, tracker, spark, progress, driver_threads=threads))
             verifier.finish()  # only a snapshot-only pipeline gets here
         finally:
             verifier.stop()

@@ -109,8 +109,12 @@ class PipelineDriver:
         listener: PipelineListener,
         *,
         fence: Callable[[], Fence] | None = None,
+        driver_threads: int | None = None,
     ) -> None:
+        """``driver_threads``: tasks the driver runs at once while it reads waves itself
+        (wave_runner.py); default the snapshot's parallelism, as a local Spark would use."""
         self._runtime = runtime
+        self._driver_threads = driver_threads
         self._fence = fence
         self._store = store
         self._spark = spark
@@ -281,7 +285,13 @@ class PipelineDriver:
             check_binlog_settings(conn)
             schemas = discover_tables(self._runtime, conn)
             checkpoint = self.load_checkpoint()
-            runner = WaveRunner(self._spark, self._runtime.sink, self._snapshot.parallelism, self._listener)
+            runner = WaveRunner(
+                self._spark,
+                self._runtime.sink,
+                self._snapshot.parallelism,
+                self._listener,
+                threads=self._driver_threads or self._snapshot.parallelism,
+            )
             if checkpoint is None or not checkpoint.snapshot_done:
                 runner.begin()
             ids = server_id_range(self._runtime, checkpoint)

@@ -109,14 +109,18 @@ def plan_tasks(
     return tasks
 
 
-def run_wave_in_threads(context: WaveContext, tasks: Sequence[SnapshotTask]) -> list[SplitSummary]:
-    """Run one wave in this process, each task on its own thread exactly as a Spark task runs it
-    (its own sink, source connection and server id): the driver's waves before Spark is up."""
+def run_wave_in_threads(
+    context: WaveContext, tasks: Sequence[SnapshotTask], threads: int
+) -> list[SplitSummary]:
+    """Run one wave in this process, each task exactly as a Spark task runs it (its own sink,
+    source connection and server id), at most ``threads`` at once: the driver's waves before
+    Spark is up."""
 
     def run(task: SnapshotTask) -> list[SplitSummary]:
         return list(run_task(context, task))
 
-    with ThreadPoolExecutor(max_workers=max(1, len(tasks)), thread_name_prefix="sparkcdc-task") as pool:
+    workers = max(1, min(threads, len(tasks)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sparkcdc-task") as pool:
         return [summary for summaries in pool.map(run, tasks) for summary in summaries]
 
 

@@ -52,8 +52,14 @@ def _mode(sink: SinkConfig) -> str:
 class WaveRunner:
     """Runs each wave on Spark once it is up, in the driver before (see the module's doc)."""
 
-    def __init__(self, spark: Any, sink: SinkConfig, workers: int, listener: PipelineListener) -> None:
+    def __init__(
+        self, spark: Any, sink: SinkConfig, workers: int, listener: PipelineListener, *, threads: int = 0
+    ) -> None:
+        """``workers``: Spark's Python workers to warm up; ``threads``: tasks the driver runs at
+        once (default ``workers``). On Kubernetes that is the driver pod's cores: a task holds up
+        to two splits in memory, sized for an executor, and the driver pod is usually smaller."""
         self._spark = spark
+        self._threads = threads or workers
         self._sink = sink
         self._workers = workers
         self._listener = listener
@@ -86,7 +92,7 @@ class WaveRunner:
             return run_wave(self._spark, context, tasks)
         log.debug("wave of %d tasks in the driver (Spark not started or not up yet)", len(tasks))
         began = time.monotonic()
-        summaries = run_wave_in_threads(context, tasks)
+        summaries = run_wave_in_threads(context, tasks, self._threads)
         self._driver_seconds += time.monotonic() - began
         self._driver_splits += len(summaries)
         if (

@@ -109,11 +109,11 @@ def make_waves(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> MakeWaves:
-    """``make_waves(mode, worth_seconds=None, lazy=True)``: a runner under that mode, over the
+    """``make_waves(mode, worth_seconds=None, lazy=True, threads=0)``: a runner under that mode, over the
     session as ``sparkcdc run`` gives it (started on first use), or with ``lazy=False`` as the
     operator's driver pod does (started before the snapshot)."""
 
-    def make(mode: str, worth_seconds: str | None = None, *, lazy: bool = True) -> Waves:
+    def make(mode: str, worth_seconds: str | None = None, *, lazy: bool = True, threads: int = 0) -> Waves:
         monkeypatch.setenv(IN_DRIVER_ENV, mode)
         if worth_seconds is None:
             monkeypatch.delenv(WORTH_SECONDS_ENV, raising=False)
@@ -125,7 +125,8 @@ def make_waves(
         opened.close()
         messages = Messages()
         # The shared test session stands behind the LazySession; it is not stopped here.
-        runner = WaveRunner(LazySession(lambda: spark) if lazy else spark, sink, len(SERVER_IDS), messages)
+        session = LazySession(lambda: spark) if lazy else spark
+        runner = WaveRunner(session, sink, len(SERVER_IDS), messages, threads=threads)
         runner.begin()
         splits = _splits(source_config, table)
         assert len(splits) >= 6
@@ -159,7 +160,7 @@ def test_auto_does_not_start_spark_for_a_short_rest(make_waves: MakeWaves) -> No
 
 
 def test_always_never_starts_spark(make_waves: MakeWaves) -> None:
-    waves = make_waves("always", "0")
+    waves = make_waves("always", "0", threads=1)  # the wave's two tasks one after the other
     waves.run(0, 2)
     waves.run(2, len(waves.splits))
     assert not waves.runner.spark_ready() and waves.messages.lines == []
