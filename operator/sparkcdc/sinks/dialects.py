@@ -158,8 +158,10 @@ class MySqlDialect:
         # A DELETE locks the gaps of its range even when it finds no row, and on a table still
         # empty around the range two tasks' gaps are one: their inserts then deadlock. A split
         # written for the first time finds nothing, so look first (a plain consistent read, no
-        # locks). Only an earlier attempt of this split writes this range, and it either
-        # committed before this transaction's read (the rows are seen and deleted) or rolled back.
+        # locks). Only attempts of this split write this range: one that committed before this
+        # transaction's read is seen (its rows are deleted), one that rolled back left nothing,
+        # and one still running (a zombie task) makes this insert fail on a duplicate key, and
+        # the write is redone (jdbc.py ``_is_write_conflict``).
         cur.execute(f"SELECT 1 FROM {table} WHERE {where} LIMIT 1", params)
         if cur.fetchone() is None:
             return
