@@ -21,7 +21,10 @@ MariaDB whose buffer pool holds it, then measures, side by side:
                        checkpoint file), which includes starting the Spark session and its Python
                        workers; also from the process start (Python start-up, source checks), and
                        the rest of the run after the first wave's checkpoint: the steady rate of a
-                       long snapshot.
+                       long snapshot. Each configuration runs three ways: as ``sparkcdc run`` is
+                       (``SPARKCDC_SNAPSHOT_IN_DRIVER=auto``: the driver reads the waves itself
+                       while Spark does not pay, spark/wave_runner.py), with every wave on Spark
+                       (``never``), and on a Spark started before the clock (snapshot_warm.py).
 
 CPU seconds are this side's (the client, this process, or the ``sparkcdc run`` process tree:
 driver, JVM, Python workers) and the server's (``mariadbd``): on a shared 2-core machine they
