@@ -23,7 +23,7 @@ from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.session import create_context, local_master, warm_up
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV, snapshot_modules
 from sparkcdc.state.file_store import FileCheckpointStore
 
 READY = "READY"
@@ -36,8 +36,7 @@ def main(manifest: str, state_dir: str) -> int:
     spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism)))
     try:
         # What PipelineDriver does while it plans, but waited for before the clock starts.
-        modules = ["sparkcdc.spark.snapshot", type(runtime.sink).__module__]
-        warm_up(spark, parallelism, modules, lambda: True).wait()
+        warm_up(spark, parallelism, snapshot_modules(runtime.sink), lambda: True).wait()
         state = Path(state_dir)
         state.mkdir(parents=True, exist_ok=True)
         (state / READY).touch()

@@ -194,20 +194,22 @@ _WRITE_ATTEMPTS = 8
 _CLAIM_ATTEMPTS = 20
 
 
+def _mysql_code(err: BaseException | None) -> object:
+    args: tuple[Any, ...] = getattr(err, "args", ())
+    return args[0] if args else None
+
+
 def _is_lock_conflict(err: BaseException | None) -> bool:
     """A deadlock or lock wait timeout (MySQL 1213/1205, SQLSTATE 40P01/40001): retry the transaction."""
-    args = getattr(err, "args", ())
-    code = args[0] if args else None
     state = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
-    return code in (1205, 1213) or state in ("40001", "40P01")
+    return _mysql_code(err) in (1205, 1213) or state in ("40001", "40P01")
 
 
 def _is_write_conflict(err: BaseException | None) -> bool:
     """A lock conflict, or a duplicate key: another attempt of the same split (a zombie task)
     committed the range after this transaction looked whether it held rows (dialects.py); redone,
     the transaction sees them and deletes them first."""
-    args: tuple[Any, ...] = getattr(err, "args", ())
-    return _is_lock_conflict(err) or (bool(args) and args[0] == 1062)
+    return _is_lock_conflict(err) or _mysql_code(err) == 1062
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

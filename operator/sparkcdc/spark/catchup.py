@@ -21,7 +21,6 @@ tested against the single reader yet).
 from __future__ import annotations
 
 import copy
-import os
 import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
@@ -56,7 +55,7 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
 from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.session import executors_ready, warm_up
+from sparkcdc.spark.session import in_driver_choice, takes_jobs, warm_up
 
 __all__ = [
     "IN_DRIVER_ENV",
@@ -158,7 +157,7 @@ def _read_python(context: RangeContext, window: CatchupRange, server_id: int) ->
 
 
 def _decode_in_driver(spark_ready: bool) -> bool:
-    choice = os.environ.get(IN_DRIVER_ENV, "auto")
+    choice = in_driver_choice(IN_DRIVER_ENV)
     return choice == "always" or (choice != "never" and not spark_ready)
 
 
@@ -283,7 +282,7 @@ class CatchupRunner:
             return read_range(copy.deepcopy(context), pair[0], pair[1])
 
         decoder = "its tasks"
-        if _decode_in_driver(self._warm.is_set() and executors_ready(self._settings.spark)):
+        if _decode_in_driver(takes_jobs(self._settings.spark, self._warm)):
             decoder = "the driver (Spark starting)"
             with ThreadPoolExecutor(len(pairs), thread_name_prefix="sparkcdc-catchup-driver") as threads:
                 results = list(threads.map(task_in_driver, pairs))

@@ -171,6 +171,27 @@ def executors_ready(spark: Any) -> bool:
         return True
 
 
+def takes_jobs(spark: Any, warm: threading.Event | None) -> bool:
+    """Whether work should go to ``spark`` now rather than to the driver's threads: its warm-up
+    (``warm_up``) is done and a job would run right away. A session that failed to start counts
+    too: the job meets the failure and reports it."""
+    if warm is None or not warm.is_set():
+        return False
+    return executors_ready(spark) or not getattr(spark, "started", True)
+
+
+IN_DRIVER_CHOICES = ("auto", "never", "always")
+
+
+def in_driver_choice(variable: str) -> str:
+    """``$variable``, which says where work that can run on the driver's threads runs: ``auto``
+    (the default: there while Spark is not up), ``never`` (always on Spark), ``always``."""
+    choice = os.environ.get(variable) or "auto"
+    if choice not in IN_DRIVER_CHOICES:
+        raise ValueError(f"{variable}={choice!r}: use one of {', '.join(IN_DRIVER_CHOICES)}")
+    return choice
+
+
 def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[], bool]) -> threading.Event:
     """Start ``spark`` (e.g. a ``LazySession``) on a daemon thread, concurrently with the caller's
     planning; if it is up while ``needed()`` still holds (no snapshot wave submitted yet), also

@@ -28,25 +28,20 @@ from typing import Any
 from sparkcdc.core.waves import SPARK_WORTH_SECONDS, spark_worth_starting
 from sparkcdc.sinks.base import SinkConfig, writes_in_driver
 from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.session import executors_ready, warm_up
+from sparkcdc.spark.session import in_driver_choice, takes_jobs, warm_up
 from sparkcdc.spark.snapshot import SnapshotTask, SplitSummary, WaveContext, run_wave, run_wave_in_threads
 
-__all__ = ["IN_DRIVER_ENV", "WORTH_SECONDS_ENV", "WaveRunner"]
+__all__ = ["IN_DRIVER_ENV", "WORTH_SECONDS_ENV", "WaveRunner", "snapshot_modules"]
 
 log = logging.getLogger(__name__)
 
 IN_DRIVER_ENV = "SPARKCDC_SNAPSHOT_IN_DRIVER"
 WORTH_SECONDS_ENV = "SPARKCDC_SPARK_WORTH_SECONDS"
-_MODES = ("auto", "never", "always")
 
 
-def _mode(sink: SinkConfig) -> str:
-    if writes_in_driver(sink):
-        return "never"
-    choice = os.environ.get(IN_DRIVER_ENV, "auto")
-    if choice not in _MODES:
-        raise ValueError(f"{IN_DRIVER_ENV}={choice!r}: use one of {', '.join(_MODES)}")
-    return choice
+def snapshot_modules(sink: SinkConfig) -> list[str]:
+    """The modules a snapshot task imports: what warming Spark's Python workers imports."""
+    return ["sparkcdc.spark.snapshot", type(sink).__module__]
 
 
 class WaveRunner:
@@ -63,7 +58,7 @@ class WaveRunner:
         self._sink = sink
         self._workers = workers
         self._listener = listener
-        self._mode = _mode(sink)
+        self._mode = "never" if writes_in_driver(sink) else in_driver_choice(IN_DRIVER_ENV)
         self._warm: threading.Event | None = None  # set once Spark's start-up thread is done
         self._on_spark = threading.Event()  # a wave was submitted to Spark
         self._driver_splits = 0
@@ -112,13 +107,10 @@ class WaveRunner:
         """Whether the next wave goes to Spark."""
         if self._mode == "never":
             return True  # the wave waits for Spark if it is still starting
-        if self._mode == "always" or self._warm is None or not self._warm.is_set():
-            return False
-        # A session that failed to start is "ready" too: its wave meets and reports the failure.
-        return executors_ready(self._spark) or not getattr(self._spark, "started", True)
+        return self._mode == "auto" and takes_jobs(self._spark, self._warm)
 
     def _start_spark(self, reason: str) -> None:
         if reason:
             self._listener.message(reason)
-        modules = ["sparkcdc.spark.snapshot", type(self._sink).__module__]
+        modules = snapshot_modules(self._sink)
         self._warm = warm_up(self._spark, self._workers, modules, lambda: not self._on_spark.is_set())
