@@ -13,6 +13,7 @@ from typing import Any
 from sparkcdc.api.resource import API_VERSION, KIND, SHORT_NAMES
 from sparkcdc.api.spec import CdcPipelineSpec
 from sparkcdc.api.status import CdcPipelineStatus
+from sparkcdc.api.type_mapping import TYPE_MAPPING_MARKDOWN
 
 REFERENCE_FILE = "docs/reference.md"
 Schema = dict[str, Any]
@@ -153,6 +154,7 @@ def render_reference_markdown() -> str:
             out += ["## Status", ""]
         out.append("\n\n".join(writer.sections))
         out.append("")
+    out.append(TYPE_MAPPING_MARKDOWN)
     return "\n".join(header + out).rstrip() + "\n"
 
 

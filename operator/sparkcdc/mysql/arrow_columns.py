@@ -43,8 +43,6 @@ def _times(strings: pa.Array) -> pa.Array:
 
 def _binary_to_arrow(column: Column, data: pa.Array) -> pa.Array:
     """Canonical values of a BIT, BINARY or GEOMETRY column from the bytes the server sends."""
-    if column.family is Family.GEOMETRY:
-        return pc.binary_slice(data, 4)
     if column.family is Family.BIT and column.bit_width == 1:
         return pc.not_equal(data, binary_scalar(b"\x00"))
     return data  # the server returns BINARY(n) padded, BIT(n) as ceil(n/8) bytes
@@ -53,6 +51,8 @@ def _binary_to_arrow(column: Column, data: pa.Array) -> pa.Array:
 def _text_to_arrow(column: Column, strings: pa.Array, typ: pa.DataType) -> pa.Array:
     """Canonical values of any other column from the text the server prints for it."""
     family = column.family
+    if column.zero_dates:
+        return strings  # MySQL's own text, zero dates included (zero_dates.py)
     if family in (Family.INTEGER, Family.DECIMAL, Family.DOUBLE, Family.YEAR):
         return strings.cast(typ)
     if family is Family.FLOAT:

@@ -108,6 +108,7 @@ def _read_time2(self: Any, column: Any) -> Any:
 
 
 RowsEvent._RowsEvent__read_time2 = _read_time2
+binlog_dates.install()
 
 
 def complete_column(lib_col: Any, col: Column) -> None:

@@ -121,7 +121,8 @@ _FAILED_URLS: set[str] = set()
 
 def _connectorx_expression(column: Column, native_temporals: bool) -> str:
     name = column.quoted()
-    if column.family is Family.INTEGER or (native_temporals and column.family in _NATIVE_TEMPORALS):
+    native = native_temporals and column.family in _NATIVE_TEMPORALS and not column.zero_dates
+    if column.family is Family.INTEGER or native:
         return name
     if column.family in (Family.BIT, Family.BINARY, Family.GEOMETRY):
         return f"CAST({name} AS BINARY) AS {name}"

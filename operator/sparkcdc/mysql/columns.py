@@ -96,6 +96,9 @@ class Column:
     # The default as a MySQL expression usable after ``DEFAULT`` (None: none). Sinks create their
     # tables with it, so rows the binlog wrote before an ADD COLUMN read as on the source.
     default_sql: str | None = None
+    # DATE/DATETIME/TIMESTAMP values as MySQL prints them, zero dates included (``0000-00-00``,
+    # ``2024-00-10``): set only for MySQL/MariaDB targets, which can store them (zero_dates.py).
+    zero_dates: bool = False
 
     @property
     def family(self) -> Family:

@@ -23,12 +23,15 @@ CHAR/VARCHAR/TEXT, JSON     string                           str (JSON as the se
 ENUM / SET                  string                           label / labels joined by "," in
                                                              definition order ("" for the empty set)
 BINARY(n)/VARBINARY/BLOB    binary                           bytes (BINARY(n) padded with 0x00 to n)
-GEOMETRY                    binary                           bytes: WKB (the 4-byte SRID prefix of
-                                                             MySQL's internal format is dropped)
+GEOMETRY                    binary                           bytes: MySQL's internal format, the SRID
+                                                             (4 bytes, little-endian) then the WKB
 ==========================  ===============================  =======================================
 
 Zero and partly-zero dates (``0000-00-00``, ``2024-00-10``, the zero TIMESTAMP) become null, as
-Debezium does: no date type can hold them, and the binlog library already reports them as null.
+Debezium does: no date type can hold them. Columns flagged ``zero_dates`` (MySQL/MariaDB targets,
+which can store them) are strings instead, MySQL's text of every value (zero_dates.py).
+GEOMETRY keeps its SRID: a MySQL column stores it and refuses WKB without it; the other sinks
+turn it into EWKB or an SRID field (sinks/geometry.py).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from sparkcdc.mysql.columns import Column, Family
+from sparkcdc.mysql.zero_dates import TEMPORAL, temporal_text
 
 if TYPE_CHECKING:
     from sparkcdc.mysql.schema import TableSchema
@@ -81,6 +85,8 @@ def python_codec(charset: str | None) -> str:
 def arrow_type(column: Column) -> pa.DataType:
     """The Arrow type of a column's canonical values."""
     family = column.family
+    if column.zero_dates and family in TEMPORAL:
+        return pa.string()
     if family is Family.INTEGER:
         bits = column.integer_bits
         if column.unsigned:
@@ -231,8 +237,6 @@ def _string(column: Column, value: Any) -> str:
 
 def _binary(column: Column, value: Any) -> bytes:
     data = value.encode("utf-8", errors="surrogateescape") if isinstance(value, str) else bytes(value)
-    if column.family is Family.GEOMETRY:
-        return data[4:] if len(data) >= 4 else data
     if column.data_type == "binary" and column.length and len(data) < column.length:
         # The server pads BINARY(n) with 0x00 and returns the padding; the binlog drops it.
         data = data.ljust(column.length, b"\x00")
@@ -243,12 +247,13 @@ def canonical_value(column: Column, value: Any) -> Any:
     """The canonical Python value of one source value.
 
     Accepts what any path produces: raw text-protocol values (``str``/``bytes``), PyMySQL's
-    converted values, and python-mysql-replication's decoded values. Not idempotent for
-    GEOMETRY (it strips the SRID prefix), so apply it to source values only.
+    converted values, and python-mysql-replication's decoded values.
     """
     if value is None:
         return None
     family = column.family
+    if column.zero_dates and family in TEMPORAL:
+        return temporal_text(column, value)
     if family is Family.INTEGER:
         return _integer(column, value)
     if family is Family.DECIMAL:
@@ -310,6 +315,8 @@ def _passing(column: Column, kind: type, check: Any = None) -> Any:
 
 def _converter(column: Column) -> Any:
     family = column.family
+    if column.zero_dates:
+        return lambda value: canonical_value(column, value)
     if family is Family.INTEGER and not column.unsigned:
         return _passing(column, int)
     if family is Family.INTEGER and column.integer_bits < 64:

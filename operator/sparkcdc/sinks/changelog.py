@@ -24,10 +24,11 @@ import pyarrow as pa
 
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
-from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.columns import Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.arrow_json import join_text, json_parts, text_bytes
 from sparkcdc.sinks.base import ChangelogRecord, Sink, SinkError, TableChanges
+from sparkcdc.sinks.geometry import row_with_geometry_fields, with_geometry_structs
 from sparkcdc.sinks.values import dumps, json_value
 
 

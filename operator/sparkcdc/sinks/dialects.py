@@ -60,6 +60,15 @@ def _naive_utc(value: Any) -> Any:
     return value
 
 
+def _allow_zero_dates(cur: Any, sql_mode: str) -> None:
+    # The replica stores the source's zero and partly-zero dates (mysql/zero_dates.py), which
+    # these modes refuse (strict) or turn into 0000-00-00 with a warning.
+    modes = [m for m in sql_mode.split(",") if m]
+    kept = [m for m in modes if m.upper() not in ("NO_ZERO_DATE", "NO_ZERO_IN_DATE")]
+    if kept != modes:
+        cur.execute("SET SESSION sql_mode = %s", (",".join(kept),))
+
+
 class MySqlDialect:
     """MySQL and MariaDB targets: the source's own column types are reused verbatim, so the
     target orders keys exactly as the source does and a split's range DELETE is exact."""
@@ -93,9 +102,10 @@ class MySqlDialect:
             )
             with conn.cursor() as cur:
                 self._use_database(cur, config.database)
-                cur.execute("SELECT @@max_allowed_packet")
+                cur.execute("SELECT @@max_allowed_packet, @@SESSION.sql_mode")
                 row = cur.fetchone()
                 packet = int(row[0]) if row else 4 * 1024 * 1024
+                _allow_zero_dates(cur, str(row[1] or "") if row else "")
             conn.commit()
         except pymysql.MySQLError as err:
             raise SinkError(

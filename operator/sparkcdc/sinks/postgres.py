@@ -8,8 +8,9 @@ or beyond 24 h), ``TIMESTAMP`` becomes ``timestamptz``. ``JSON`` becomes ``text`
 the replica would no longer hold the document MySQL prints, and the snapshot and the binlog
 (DESIGN §3 rule 7) could not be checked against the source value by value. Strings are
 ``text``. ``NOT NULL`` is kept except on DATE/DATETIME/TIMESTAMP columns outside the key:
-MySQL's zero dates arrive as NULL (sparkcdc.mysql.types). PostgreSQL text cannot hold U+0000;
-such a value fails the write with PostgreSQL's message.
+MySQL's zero dates arrive as NULL (sparkcdc.mysql.types). GEOMETRY is EWKB (its SRID kept), in a
+PostGIS ``geometry`` column when the database has the extension, else in ``bytea`` (geometry.py).
+PostgreSQL text cannot hold U+0000; such a value fails the write with PostgreSQL's message.
 
 Rows are written with ``COPY … FROM STDIN (FORMAT csv)`` inside the split's (or the binlog
 batch's) transaction, the CSV rendered by Arrow without a Python loop per row (``copy_csv``).
@@ -106,6 +107,17 @@ def copy_csv(data: pa.Table) -> bytes:
     return out.getvalue()
 
 
+def _spatial_as_ewkb(schema: TableSchema, data: pa.Table, postgis: bool) -> pa.Table:
+    """GEOMETRY columns as EWKB: bytes for ``bytea``, hex text (PostGIS's input) for ``geometry``."""
+    for i, name in enumerate(data.column_names):
+        if schema.column(name).family is Family.GEOMETRY:
+            values = ewkb_array(data.column(i))
+            if postgis:
+                values = pa.array([None if v is None else v.hex() for v in values.to_pylist()], pa.string())
+            data = data.set_column(i, name, values)
+    return data
+
+
 class PostgresDialect:
     """PostgreSQL targets: MySQL types mapped by ``pg_type``; rows loaded with COPY."""
 
@@ -146,6 +158,8 @@ class PostgresDialect:
                 if cur.fetchone() is None:
                     cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self.quote(self.schema)}")
                 cur.execute(f"SET search_path TO {self.quote(self.schema)}")
+                cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
+                self.postgis = cur.fetchone() is not None
             conn.commit()
         except psycopg.Error as err:
             conn.close()

@@ -10,6 +10,8 @@ DECIMAL(p, s), p > 38       STRING                          the exact decimal in
                                                             (``format(d, "f")``: ``"-1.50"``)
 TIME (duration[us])         BIGINT                          microseconds, signed (MySQL's TIME is
                                                             a duration: negative or beyond 24 h)
+GEOMETRY (binary: SRID +    STRUCT<srid: BIGINT,            the SRID, and the geometry as OGC
+WKB, MySQL's format)        wkb: BINARY>                    WKB (sinks/geometry.py)
 ==========================  ==============================  ====================================
 
 Spark's largest decimal has 38 digits; a string keeps every digit and compares equal for equal
@@ -18,7 +20,7 @@ arithmetic and is read by every Delta reader, unlike Spark's day-time interval t
 
 Everything else maps one to one: TINYINT..BIGINT → BYTE/SHORT/INT/BIGINT (unsigned ones one
 size up, BIGINT UNSIGNED → DECIMAL(20,0)), DECIMAL(p ≤ 38) → DECIMAL(p,s), FLOAT/DOUBLE →
-FLOAT/DOUBLE, BIT(1) → BOOLEAN, BIT(n)/BINARY/BLOB/GEOMETRY (WKB) → BINARY, YEAR → SHORT,
+FLOAT/DOUBLE, BIT(1) → BOOLEAN, BIT(n)/BINARY/BLOB → BINARY, YEAR → SHORT,
 DATE → DATE, DATETIME → TIMESTAMP_NTZ (the wall clock), TIMESTAMP → TIMESTAMP (the instant),
 strings, JSON, ENUM and SET → STRING. Every column is nullable (zero dates are null) and carries
 its MySQL declaration as field metadata ``mysql.type``.
@@ -33,9 +35,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.mysql.columns import Column
+from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import arrow_type
+from sparkcdc.sinks.geometry import GEOMETRY_STRUCT, from_struct_array, geometry_fields, struct_array
 
 __all__ = [
     "from_spark_arrow",
@@ -55,6 +58,8 @@ _MICROS = dt.timedelta(microseconds=1)
 def spark_arrow_type(column: Column) -> pa.DataType:
     """The Arrow type of ``column`` as Spark accepts it (see the module docstring)."""
     canonical = arrow_type(column)
+    if column.family is Family.GEOMETRY:
+        return GEOMETRY_STRUCT
     if pa.types.is_decimal256(canonical):
         return pa.string()
     if pa.types.is_duration(canonical):
@@ -75,6 +80,8 @@ def _decimal_text(values: pa.Array) -> pa.Array:
 
 def _to_spark_column(column: Column, values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     canonical = arrow_type(column)
+    if column.family is Family.GEOMETRY:
+        return struct_array(values)
     if pa.types.is_decimal256(canonical):
         array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
         return _decimal_text(array)
@@ -97,7 +104,9 @@ def from_spark_arrow(schema: TableSchema, data: pa.Table, columns: Sequence[str]
         column = schema.column(name)
         canonical = arrow_type(column)
         values = data.column(name)
-        if pa.types.is_duration(canonical):
+        if column.family is Family.GEOMETRY:
+            values = from_struct_array(values)
+        elif pa.types.is_duration(canonical):
             values = values.cast(pa.int64()).cast(canonical)
         elif pa.types.is_timestamp(canonical) and canonical.tz is not None:
             values = values.cast(pa.timestamp("us", tz="UTC"))
@@ -130,6 +139,8 @@ def spark_struct(schema: TableSchema) -> Any:
             return T.DecimalType(typ.precision, typ.scale)
         if pa.types.is_timestamp(typ):
             return T.TimestampType() if typ.tz is not None else T.TimestampNTZType()
+        if pa.types.is_struct(typ):
+            return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in typ])
         raise TypeError(f"no Spark type for Arrow {typ}")
 
     fields = []
@@ -140,6 +151,8 @@ def spark_struct(schema: TableSchema) -> Any:
             metadata["sparkcdc.unit"] = "microseconds"
         elif pa.types.is_decimal256(canonical):
             metadata["sparkcdc.encoding"] = "decimal-text"
+        elif column.family is Family.GEOMETRY:
+            metadata["sparkcdc.encoding"] = "geometry-srid-wkb"
         fields.append(T.StructField(column.name, spark_type(spark_arrow_type(column)), True, metadata))
     return T.StructType(fields)
 
@@ -149,7 +162,7 @@ def is_spark_ordered(column: Column) -> bool:
 
     Strings are not (collations, PAD SPACE) and neither are wide decimals stored as text.
     """
-    if column.is_text:
+    if column.is_text or column.family is Family.GEOMETRY:
         return False
     canonical = arrow_type(column)
     return not (pa.types.is_decimal256(canonical) or pa.types.is_string(canonical))
@@ -160,6 +173,8 @@ def spark_value(column: Column, value: Any) -> Any:
     if value is None:
         return None
     canonical = arrow_type(column)
+    if column.family is Family.GEOMETRY:
+        return dict(zip(("srid", "wkb"), geometry_fields(value), strict=True))
     if pa.types.is_duration(canonical):
         return value // _MICROS
     if pa.types.is_decimal256(canonical):
@@ -194,6 +209,8 @@ def sql_stored_literal(column: Column, stored: Any) -> str:
         return "'" + str(stored).replace("\\", "\\\\").replace("'", "\\'") + "'"
     if pa.types.is_binary(typ):
         return f"X'{bytes(stored).hex()}'"
+    if pa.types.is_struct(typ):
+        return f"named_struct('srid', CAST({int(stored['srid'])} AS bigint), 'wkb', X'{stored['wkb'].hex()}')"
     if pa.types.is_date(typ):
         return f"DATE'{stored.isoformat()}'"
     if pa.types.is_timestamp(typ):
@@ -228,4 +245,6 @@ def spark_struct_type_name(typ: pa.DataType) -> str:
         return f"decimal({typ.precision},{typ.scale})"
     if pa.types.is_timestamp(typ):
         return "timestamp" if typ.tz is not None else "timestamp_ntz"
+    if pa.types.is_struct(typ):
+        return "struct<" + ",".join(f"{f.name}:{spark_struct_type_name(f.type)}" for f in typ) + ">"
     raise TypeError(f"no Spark type for Arrow {typ}")

@@ -32,6 +32,7 @@ from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.stream_reader import StreamingChangeReader
+from sparkcdc.mysql.zero_dates import keep_zero_dates
 from sparkcdc.sinks.evolution import AddedColumn
 
 __all__ = [

@@ -244,7 +244,9 @@ def python_value(column: Column, value: Any) -> str | None:
         return _python_temporal(value)
     if family is Family.TIME:
         return str(value // dt.timedelta(microseconds=1))
-    if family in (Family.BINARY, Family.GEOMETRY):
+    if family is Family.GEOMETRY:
+        return bytes(value)[4:].hex().upper()  # the WKB, as ST_AsBinary (the SRID is not compared)
+    if family is Family.BINARY:
         return bytes(value).hex().upper()
     text = str(value)
     return f"{len(text)}:{text}"
