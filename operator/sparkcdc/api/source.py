@@ -272,6 +272,14 @@ class StartupSpec(ApiModel):
         default="fail",
         description="What to do when the checkpointed binlog file was purged from the server.",
     )
+    on_source_change: Literal["fail", "resnapshot"] = Field(
+        default="fail",
+        description="What to do when the source is not the server that wrote the checkpoint and the "
+        "pipeline cannot follow it by GTID (GTIDs not recorded, a replica that lacks transactions "
+        "already applied, a source restored from an older backup): fail naming both servers, or "
+        "forget the progress and start over on the new server (mode initial: a new snapshot). A "
+        "promoted replica that has every applied transaction is followed by GTID either way.",
+    )
 
     @field_validator("file")
     @classmethod

@@ -66,6 +66,13 @@ class Progress(StatusModel):
     events_applied: int = Field(default=0, description="Binlog row events applied to the sink.")
     lag_seconds: float | None = Field(default=None, description="Age of the newest applied event.")
     binlog_offset: str | None = Field(default=None, description="Binlog position committed (file:pos).")
+    gtid_position: str | None = Field(
+        default=None, description="GTID position at the committed binlog position (followed on failover)."
+    )
+    source: str | None = Field(
+        default=None,
+        description="The source server read from: flavor, address, server_id and server_uuid or GTID domain.",
+    )
     tables: int = Field(default=0, description="Tables captured.")
     warnings: list[str] = Field(default_factory=list, description="Conditions worth a look, newest last.")
 

@@ -46,6 +46,7 @@ from sparkcdc.api.status import Progress
 from sparkcdc.core.checkpoint import Checkpoint, Phase
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
 from sparkcdc.spark.listener import PipelineListener
 
@@ -130,6 +131,7 @@ class DriverProgress(PipelineListener):
         # What the sink applied since the last committed batch (MeasuredSink).
         self._apply_seconds = 0.0
         self._newest_ms = 0
+        self._source: str | None = None  # the source server, once checked at start
 
     # -- PipelineListener ------------------------------------------------------------------------
     def message(self, text: str) -> None:
@@ -182,6 +184,10 @@ class DriverProgress(PipelineListener):
         self._apply_seconds, self._newest_ms = 0.0, 0
         self._push()
 
+    def source_identified(self, identity: SourceIdentity) -> None:
+        self._source = identity.describe()
+        self._push()
+
     # -- from MeasuredSink -----------------------------------------------------------------------
     def sink_prepared(self, tables: Sequence[TableId]) -> None:
         self._tables.update(tables)
@@ -199,6 +205,8 @@ class DriverProgress(PipelineListener):
             events_applied=self._events,
             lag_seconds=None if self._lag is None else round(self._lag, 3),
             binlog_offset=None if self._offset is None else str(self._offset),
+            gtid_position=(self._offset.gtid_set or None) if self._offset is not None else None,
+            source=self._source,
             tables=len(self._tables),
             warnings=list(self._warnings),
         )

@@ -2,9 +2,10 @@
 
 The checkpoint is the driver's whole progress: each table's phase, its planned splits, every
 finished split with its high watermark, whether the snapshot is complete, the committed binlog
-offset, the source position observed when the snapshot finished (``--exit-when-caught-up``) and
-the pipeline's server-id range. It must stay small enough for a Kubernetes object even for
-tables with tens of thousands of splits, so the encoding is compact:
+offset, the source position observed when the snapshot finished (``--exit-when-caught-up``),
+the pipeline's server-id range and the source server that wrote those offsets. It must stay
+small enough for a Kubernetes object even for tables with tens of thousands of splits, so the
+encoding is compact:
 
 * a plan is stored as its boundary list (splits are contiguous), integer keys delta- and
   run-length encoded — an even plan is a handful of numbers;
@@ -35,6 +36,7 @@ from sparkcdc.core.checkpoint_blocks import (
 from sparkcdc.core.chunking import boundaries_of, splits_from_boundaries
 from sparkcdc.core.jsoncodec import CheckpointError, pack, unpack
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.splits import FinishedSplitInfo, Key, SnapshotSplit
 from sparkcdc.core.tables import TableId
 
@@ -110,6 +112,9 @@ class Checkpoint:
     # The source's binlog position observed when the snapshot finished.
     snapshot_end_offset: BinlogOffset | None = None
     server_ids: tuple[int, int] | None = None  # inclusive range
+    # The server that wrote the offsets above (core/source_identity.py); None in checkpoints
+    # written before it was recorded.
+    source: SourceIdentity | None = None
 
     def __post_init__(self) -> None:
         # plain dicts and tuples, so that equal checkpoints compare equal however they were built
@@ -235,6 +240,7 @@ def encode(checkpoint: Checkpoint) -> dict[str, Any]:
         "binlogOffset": encode_offset(checkpoint.binlog_offset),
         "snapshotEndOffset": encode_offset(checkpoint.snapshot_end_offset),
         "serverIds": list(checkpoint.server_ids) if checkpoint.server_ids else None,
+        **({"source": checkpoint.source.encode()} if checkpoint.source is not None else {}),
         "watermarks": pack(wm.encode()),
         "tables": tables,
     }
@@ -302,6 +308,7 @@ def decode(doc: Any) -> Checkpoint:
             binlog_offset=decode_offset(doc.get("binlogOffset")),
             snapshot_end_offset=decode_offset(doc.get("snapshotEndOffset")),
             server_ids=(int(server_ids[0]), int(server_ids[1])) if server_ids else None,
+            source=SourceIdentity.decode(doc.get("source")),
         )
     except CheckpointError:
         raise

@@ -45,6 +45,10 @@ __all__ = ["backoff_seconds", "driver_refused", "reconcile"]
 
 # Event and condition reasons other parts (metrics, docs, Argo CD health) rely on.
 DRIVER_FAILED = "DriverFailed"
+# A driver that refused a source that is not the server of its checkpoint (spark/source_change.py)
+# says so first in its termination message.
+SOURCE_CHANGED = "SourceChanged"
+_SOURCE_CHANGED_MESSAGE = "the source changed:"
 MAX_RESTARTS = "MaxRestartsExceeded"
 FALSE = ("False", "", "")
 
@@ -243,7 +247,8 @@ def _failure(pod: DriverPod, policy: RestartPolicyView, now: datetime) -> _Failu
             parts.append(pod.termination_reason)
         if pod.termination_message:
             parts.append(pod.termination_message.strip()[-1024:])
-        return _Failure(DRIVER_FAILED, ": ".join(parts), at, ran_for)
+        refused = (pod.termination_message or "").strip().startswith(_SOURCE_CHANGED_MESSAGE)
+        return _Failure(SOURCE_CHANGED if refused else DRIVER_FAILED, ": ".join(parts), at, ran_for)
     timeout = policy.pending_timeout_seconds
     if pod.phase == "Pending" and (now - pod.created_at).total_seconds() >= timeout:
         cause, detail = pending_cause(pod)

@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 from pymysql.protocol import MysqlPacket
 
-__all__ = ["LOST", "ServerIdClashError", "StoppedError", "StreamConnection", "is_clash"]
+__all__ = ["LOST", "ServerIdClashError", "SourceChangedError", "StoppedError", "StreamConnection", "is_clash"]
 
 LOST = (2013, 2006)  # CR_SERVER_LOST, CR_SERVER_GONE_ERROR
 
@@ -32,6 +32,11 @@ def is_clash(code: Any, message: str) -> bool:
 class ServerIdClashError(Exception):
     """Raised inside the stream connection; not an OperationalError, so the library does not
     swallow it with a silent reconnect."""
+
+
+class SourceChangedError(Exception):
+    """Raised when a (re)connection reaches another server than the stream was reading; not an
+    OperationalError, so the library does not swallow it either."""
 
 
 class StoppedError(Exception):

@@ -25,6 +25,7 @@ from pymysqlreplication.event import (
     FormatDescriptionEvent,
     HeartbeatLogEvent,
     MariadbBinLogCheckPointEvent,
+    MariadbGtidEvent,
     MariadbGtidListEvent,
     PreviousGtidsEvent,
     QueryEvent,
@@ -78,6 +79,9 @@ _EVENTS = [
     XidEvent,
     QueryEvent,
     HeartbeatLogEvent,
+    # Each transaction's GTID: the live stream keeps the GTID position of every boundary it
+    # reports, so a checkpoint can be resumed on a promoted replica (stream_reader.py).
+    MariadbGtidEvent,
     *OUTSIDE_TRANSACTIONS,
 ]
 # How often a reader may lose its stream before we call it a server-id clash: when a replica
@@ -137,7 +141,12 @@ class BinlogChangeReader:
         *,
         blocking: bool = False,
         heartbeat_seconds: float | None = None,
+        expect_server_id: int | None = None,
     ) -> None:
+        # expect_server_id: the source's @@server_id when the stream started; every connection
+        # (also the library's silent reconnects) is checked against it, because a position read
+        # on another server behind the same address would mean nothing.
+        self._expect_server_id = expect_server_id
         self._cfg = cfg
         self._server_id = int(server_id)
         self._schemas = dict(schemas)
@@ -215,6 +224,22 @@ class BinlogChangeReader:
             ),
         )
 
+    def _opened(self, conn: StreamConnection) -> None:
+        self._connections.append(conn)
+        if self._expect_server_id is None:
+            return
+        with conn.cursor(pymysql.cursors.Cursor) as cur:  # the library's default is a DictCursor
+            cur.execute("SELECT @@GLOBAL.server_id")
+            row = cur.fetchone()
+        found = int(row[0]) if row else None
+        if found != self._expect_server_id:
+            raise SourceChangedError(
+                f"the source at {self._cfg.address} is now server_id {found}, not server_id "
+                f"{self._expect_server_id} the stream was reading (a failover, or another server behind "
+                "the address); the binlog position means nothing there. Restart the pipeline: it "
+                "resumes on the new server by GTID, or refuses (spec.startup.onSourceChange)"
+            )
+
     def read(self, start: BinlogOffset, stop: BinlogOffset | None = None) -> Iterator[ChangeEvent]:
         """Changes after ``start`` up to and including ``stop`` (``None``: to the end, or forever
         when blocking). ``start`` must be an event boundary (a watermark or an event's offset)."""
@@ -238,6 +263,8 @@ class BinlogChangeReader:
             return
         except ServerIdClashError:
             raise self._clash_error() from None
+        except SourceChangedError as exc:
+            raise SourceError(str(exc)) from None
         except pymysql.err.MySQLError as exc:
             raise self._stream_error(exc, start) from None
         finally:

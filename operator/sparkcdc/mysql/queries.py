@@ -50,10 +50,30 @@ def current_offset(conn: Any, flavor: ServerFlavor | None = None) -> BinlogOffse
     """The position after the last committed event, with the GTID set at that point.
 
     MySQL reports its executed GTID set with the position. MariaDB keeps it in
-    ``@@gtid_binlog_pos``, read right after; it is informational (order is by file and
-    position), so a commit in between does no harm.
+    ``@@gtid_binlog_pos``; a failover moves checkpointed offsets to another server by this
+    GTID position (mysql/failover.py), so it must be the one at the position exactly: it is
+    read before and after the position, and a commit in between makes us read again.
     """
     flavor = flavor or detect_flavor(conn)
+    if not flavor.is_mariadb:
+        return _binlog_status(conn, flavor)
+    for _attempt in range(5):
+        before = _gtid_binlog_pos(conn)
+        offset = _binlog_status(conn, flavor)
+        if _gtid_binlog_pos(conn) == before:
+            return BinlogOffset(offset.file, offset.pos, before)
+    # Busy: let the server compute it (it reads the current file from its start).
+    _, gtid_rows = _query(conn, "SELECT BINLOG_GTID_POS(%s, %s)", (offset.file, offset.pos))
+    gtid = gtid_rows[0][0] if gtid_rows and gtid_rows[0][0] is not None else ""
+    return BinlogOffset(offset.file, offset.pos, " ".join(_text(gtid).split()))
+
+
+def _gtid_binlog_pos(conn: Any) -> str:
+    _, rows = _query(conn, "SELECT @@GLOBAL.gtid_binlog_pos")
+    return " ".join(_text(rows[0][0]).split()) if rows and rows[0][0] else ""
+
+
+def _binlog_status(conn: Any, flavor: ServerFlavor) -> BinlogOffset:
     try:
         names, rows = _query(conn, binlog_status_statement(flavor))
     except pymysql.err.MySQLError as exc:
@@ -67,9 +87,6 @@ def current_offset(conn: Any, flavor: ServerFlavor | None = None) -> BinlogOffse
         raise SourceError(LOG_BIN_OFF)
     row = dict(zip([n.lower() for n in names], rows[0], strict=True))
     gtid = row.get("executed_gtid_set")
-    if flavor.is_mariadb:
-        _, gtid_rows = _query(conn, "SELECT @@GLOBAL.gtid_binlog_pos")
-        gtid = gtid_rows[0][0] if gtid_rows else None
     gtid_text = " ".join(_text(gtid).split()) if gtid else ""
     return BinlogOffset(_text(row["file"]), int(row["position"]), gtid_text)
 

@@ -10,6 +10,11 @@ those rows with the matching column list.
 
 ``set_schema`` swaps a table's definition between two events (after a DDL the consumer
 reloaded), or stops decoding a table (``None``).
+
+Started at an offset whose GTID position is known (MariaDB), the stream keeps that position up
+to date from each transaction's GTID event, and every boundary it reports carries it: the
+checkpoint of any batch can then be moved to a promoted replica (core/source_identity.py).
+Started without one, it reports none rather than a partial position.
 """
 
 from __future__ import annotations
@@ -18,13 +23,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import pymysql
-from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
+from pymysqlreplication.event import HeartbeatLogEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_connection import ServerIdClashError, StoppedError
+from sparkcdc.mysql.binlog_connection import ServerIdClashError, SourceChangedError, StoppedError
 from sparkcdc.mysql.binlog_reader import (
     OUTSIDE_TRANSACTIONS,
     BinlogChangeReader,
@@ -79,9 +84,17 @@ class StreamingChangeReader(BinlogChangeReader):
         *,
         heartbeat_seconds: float | None = None,
         blocking: bool = True,
+        expect_server_id: int | None = None,
     ) -> None:
         # Non-blocking: a catch-up range reader (spark/catchup.py), which stops at its range's end.
-        super().__init__(cfg, server_id, schemas, blocking=blocking, heartbeat_seconds=heartbeat_seconds)
+        super().__init__(
+            cfg,
+            server_id,
+            schemas,
+            blocking=blocking,
+            heartbeat_seconds=heartbeat_seconds,
+            expect_server_id=expect_server_id,
+        )
         self._latest: dict[TableId, TableSchema] = dict(self._schemas)
         self._in_use: dict[TableId, TableSchema] = {}
         self._notices: list[SchemaInUse] = []
@@ -137,12 +150,15 @@ class StreamingChangeReader(BinlogChangeReader):
         self._begin()
         self.position = start
         self._in_use.clear()
+        gtids = _GtidPosition(start.gtid_set)
         self._stream = stream = self._open(start)
         try:
             for event in stream:
                 position = BinlogOffset(str(stream.log_file), int(stream.log_pos))
                 self.position = position
-                if isinstance(event, TableMapEvent):
+                if isinstance(event, MariadbGtidEvent):
+                    gtids.add(event.domain_id, event.gtid)
+                elif isinstance(event, TableMapEvent):
                     self._complete_table_map(event)
                     if self._notices:
                         yield from self._notices
@@ -150,16 +166,39 @@ class StreamingChangeReader(BinlogChangeReader):
                 elif isinstance(event, RowsEvent):
                     yield from self._changes(event, position)
                 elif isinstance(event, (XidEvent, RotateEvent, HeartbeatLogEvent, *OUTSIDE_TRANSACTIONS)):
-                    yield position
+                    yield gtids.at(position)
                 elif isinstance(event, QueryEvent):
-                    yield from _query_items(event, position)
+                    yield from _query_items(event, gtids.at(position))
                 if self._stop_requested.is_set():
                     return
         except StoppedError:
             return
         except ServerIdClashError:
             raise self._clash_error() from None
+        except SourceChangedError as exc:
+            raise SourceError(str(exc)) from None
         except pymysql.err.MySQLError as exc:
             raise self._stream_error(exc, start) from None
         finally:
             self.close()
+
+
+class _GtidPosition:
+    """A MariaDB GTID position (the last GTID per domain) kept up to date along the stream."""
+
+    def __init__(self, start: str) -> None:
+        self._known = bool(start.strip())
+        self._domains: dict[int, str] = {}
+        for part in start.replace(" ", ",").split(","):
+            if part.strip():
+                self._domains[int(part.split("-")[0])] = part.strip()
+        self._text = ",".join(self._domains[d] for d in sorted(self._domains))
+
+    def add(self, domain: int, gtid: str) -> None:
+        if self._known:
+            self._domains[domain] = gtid
+            self._text = ",".join(self._domains[d] for d in sorted(self._domains))
+
+    def at(self, position: BinlogOffset) -> BinlogOffset:
+        """``position`` with the GTID position there (none when the start's was unknown)."""
+        return BinlogOffset(position.file, position.pos, self._text) if self._known else position

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
 
 if TYPE_CHECKING:
@@ -29,4 +30,8 @@ class PipelineListener:
         return None
 
     def batch_committed(self, events: int, offset: BinlogOffset) -> None:
+        return None
+
+    def source_identified(self, identity: SourceIdentity) -> None:
+        """The source server the pipeline reads from, checked at start (spark/source_change.py)."""
         return None

@@ -22,6 +22,7 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
 from sparkcdc.core.waves import WaveSizer
 from sparkcdc.mysql.connection import SourceError, connect
+from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
@@ -41,6 +42,7 @@ from sparkcdc.spark.planning import key_order, plan_table, tail_splits
 from sparkcdc.spark.runtime import PipelineRuntime
 from sparkcdc.spark.schema_changes import fail_vanished_tables
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks
+from sparkcdc.spark.source_change import check_source
 from sparkcdc.spark.startup import SearchContext, startup_offset
 from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
 from sparkcdc.spark.wave_runner import WaveRunner
@@ -120,12 +122,17 @@ class PipelineDriver:
         self._spark = spark
         self._listener = listener
         self._snapshot = runtime.pipeline.spec.snapshot
+        self._identity: SourceIdentity | None = None  # the source's, once checked (source_change.py)
 
     def load_checkpoint(self) -> Checkpoint | None:
         document = self._store.load()
         return None if document is None else decode(document)
 
     def save(self, checkpoint: Checkpoint) -> None:
+        # Everything saved was read from the source checked at start (a reader that reconnects
+        # to another server fails instead), so the checkpoint names that server.
+        if self._identity is not None and checkpoint.source != self._identity:
+            checkpoint = replace(checkpoint, source=self._identity)
         self._store.save(encode(checkpoint))
 
     def run(
@@ -140,6 +147,7 @@ class PipelineDriver:
         startup = self._runtime.pipeline.spec.startup
         self._listener = ExpiryWatch(self._listener, self._binlog_expiry()).as_listener()
         for _attempt in range(_MAX_RESNAPSHOTS + 1):
+            self._check_source()
             stored = self._fail_vanished_tables(self.load_checkpoint())
             self._runtime = _without_failed_tables(self._runtime, stored)
             resnapshot = stored is not None and bool(stored.plans) and not stored.snapshot_done
@@ -158,6 +166,16 @@ class PipelineDriver:
             f"the binlog was purged again while the lost tables were snapshotted ({_MAX_RESNAPSHOTS} times); "
             "keep binlogs longer on the source (binlog_expire_logs_seconds) than a snapshot takes"
         )
+
+    def _check_source(self) -> None:
+        """Compare the source with the server that wrote the checkpoint; follow it by GTID,
+        start over, or refuse (source_change.py) before anything is read or written."""
+        stored = self.load_checkpoint()
+        policy = self._runtime.pipeline.spec.startup.on_source_change
+        self._identity, followed = check_source(self._runtime.source, stored, policy, self._listener)
+        self._listener.source_identified(self._identity)
+        if followed is not None and followed != stored:
+            self.save(followed)
 
     def _fail_vanished_tables(self, checkpoint: Checkpoint | None) -> Checkpoint | None:
         """Captured tables that no longer exist (dropped or renamed while the pipeline was not
@@ -245,17 +263,17 @@ class PipelineDriver:
         conn = connect(self._runtime.source)
         try:
             schemas = discover_tables(self._runtime, conn)
+            flavor = detect_flavor(conn)
+            start = with_gtid(conn, start, flavor)  # so the first batch's checkpoint can follow a failover
             # --exit-when-caught-up: the position observed now, once the snapshot is done (a resumed
-            # run catches up with everything written while it was down).
-            now = current_offset(conn) if exit_when_caught_up else None
+            # run catches up with everything written while it was down). Only this server's
+            # position: the checkpoint's were moved to it at start (source_change.py), and one
+            # read on another server says nothing about this binlog.
+            stop_at = current_offset(conn, flavor) if exit_when_caught_up else None
         finally:
             conn.close()
         failed = {t for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
         schemas = {t: s for t, s in schemas.items() if t not in failed}
-        stop_at = None
-        if now is not None:
-            ends = [o for o in (now, checkpoint.snapshot_end_offset) if o is not None]
-            stop_at = max(ends, key=BinlogOffset.sort_key)
         ids = checkpoint.server_ids or server_id_range(self._runtime, checkpoint)
         binlog = self._runtime.pipeline.spec.binlog
         tune = getattr(self._runtime.sink, "tune_binlog", None)  # sinks wanting larger batches (Delta)
@@ -265,6 +283,7 @@ class PipelineDriver:
             stop_at,
             dict(self._snapshot.chunk_key_columns),
             catchup_settings(self._spark, ids, self._runtime.pipeline.spec),
+            self._identity.server_id if self._identity is not None else None,
         )
         sink = self._runtime.sink.open()
         try:

@@ -28,7 +28,9 @@ from sparkcdc.core.microbatch import build_batch
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_reader import DdlStatement
-from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.failover import with_gtid
+from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
@@ -81,6 +83,8 @@ class StreamSettings:
     chunk_key_overrides: Mapping[str, list[str]] = field(default_factory=dict)
     # Parallel catch-up of a large backlog before the live reader starts (spark/catchup.py).
     catchup: CatchupSettings | None = None
+    # The source's @@server_id at start: the live reader refuses a (re)connection to another.
+    source_server_id: int | None = None
 
 
 class _ReaderThread(threading.Thread):
@@ -169,6 +173,7 @@ class BinlogStreamer:
                 self._save_done,
             )
             checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
+            start = self._with_gtid(start)
         stop_at = self._settings.stop_at
         if stop_at is not None and not stop_at > start:
             return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
@@ -177,6 +182,7 @@ class BinlogStreamer:
             self._settings.server_id,
             self._schemas,
             heartbeat_seconds=float(self._settings.binlog.heartbeat_interval_seconds),
+            expect_server_id=self._settings.source_server_id,
         )
         tracker = SchemaTracker(self._source, self._schemas, self._settings.chunk_key_overrides)
         thread = _ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
@@ -265,8 +271,21 @@ class BinlogStreamer:
             return checkpoint
         return replace(checkpoint, tables={**checkpoint.tables, **self._failed})
 
+    def _with_gtid(self, offset: BinlogOffset) -> BinlogOffset:
+        """``offset`` with its GTID position (catch-up rounds end at positions listed without
+        one), so that its checkpoint can follow a failover."""
+        if offset.gtid_set:
+            return offset
+        conn = connect(self._source)
+        try:
+            return with_gtid(conn, offset, detect_flavor(conn))
+        finally:
+            conn.close()
+
     def _save_done(self, checkpoint: Checkpoint) -> Checkpoint:
         """Checkpoint what the sink committed, with pure tables collapsed and failures kept."""
+        if checkpoint.binlog_offset is not None:
+            checkpoint = replace(checkpoint, binlog_offset=self._with_gtid(checkpoint.binlog_offset))
         checkpoint = self._with_failures(collapse_pure_tables(checkpoint))
         self._save(checkpoint)
         return checkpoint

@@ -278,11 +278,19 @@ class MariaDBServer:
                 process.wait()
         self._process = None
 
-    def restart(self, extra_options: Sequence[str] | None = None) -> MariaDBServer:
-        """Stop and start again on the same data and port, optionally with other options."""
+    def kill(self) -> None:
+        """SIGKILL the server, as a crashed host would leave it; data stay for a restart."""
+        self._close_conn()
+        self._kill()
+
+    def restart(self, extra_options: Sequence[str] | None = None, port: int | None = None) -> MariaDBServer:
+        """Stop and start again on the same data, on the same port or ``port`` (another
+        server's old address, say), optionally with other options."""
         self.stop()
         if extra_options is not None:
             self.extra_options = tuple(extra_options)
+        if port is not None:
+            self.port = self._requested_port = port
         if self.port and not self._requested_port:
             self._requested_port = self.port
         return self.start()

@@ -192,7 +192,7 @@ def test_startup_modes() -> None:
     assert (offset.file, offset.position) == ("mysql-bin.000003", 4)
     gtid = StartupSpec.model_validate({"mode": "specific-offset", "gtidSet": "0-1-100"})
     assert gtid.gtid_set == "0-1-100"
-    assert StartupSpec().to_k8s() == {"mode": "initial", "onBinlogLost": "fail"}
+    assert StartupSpec().to_k8s() == {"mode": "initial", "onBinlogLost": "fail", "onSourceChange": "fail"}
 
 
 def test_models_are_frozen() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -127,6 +128,28 @@ CASES: list[tuple[str, dict[str, Any], Any, Observed, list[tuple[Any, ...]]]] = 
         [
             ("status", {"phase": "Pending", "driver": {"restarts": 1, "lastFailure": BOOM}}),
             ("event", "Warning", "DriverFailed"),
+            ("requeue", 10),
+        ],
+    ),
+    (
+        "driver refused a changed source: reason SourceChanged",
+        {},
+        make_status(phase="Streaming"),
+        observed(
+            replace(failed_pod(), termination_message="the source changed: server_id 1 -> 2", exit_code=2)
+        ),
+        [
+            (
+                "status",
+                {
+                    "phase": "Pending",
+                    "driver": {
+                        "restarts": 1,
+                        "lastFailure": f"{POD1}: exit code 2: Error: the source changed: server_id 1 -> 2",
+                    },
+                },
+            ),
+            ("event", "Warning", "SourceChanged"),
             ("requeue", 10),
         ],
     ),
