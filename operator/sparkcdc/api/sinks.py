@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import Field, StringConstraints, field_validator
 
 from sparkcdc.api.base import ApiModel, NonEmpty256, NonEmpty4096, SecretKeyRef, SpecError, Str64, Str1024
+from sparkcdc.api.routing import TABLE_NAME_DESCRIPTION, NameTemplate
 from sparkcdc.api.source import TableName
 
 JDBC_SCHEMES = ("mysql", "mariadb", "postgresql")
@@ -18,6 +19,21 @@ JDBC_URL_PATTERN = r"^(mysql|mariadb|postgresql)://[^/@?#]+/[^/?#]+([?].*)?$"
 _URL_EXAMPLE = "mysql://host:3306/database"
 
 ColumnList = Annotated[list[Str64], Field(min_length=1, max_length=16)]
+MetadataColumns = Annotated[
+    list[Literal["op", "ts_ms", "binlog_file", "binlog_pos", "gtid", "source_db", "source_table"]],
+    Field(max_length=7),
+]
+DeleteMode = Literal["hard", "soft"]
+METADATA_DESCRIPTION = (
+    "Columns added to every target row, each named with a leading _ (op -> _op): op (r read by the "
+    "snapshot, c, u, d), ts_ms (source time of the change; of the read for snapshot rows), "
+    "binlog_file and binlog_pos (of the change; the split's high watermark for snapshot rows), gtid, "
+    "source_db, source_table. E.g. [op, ts_ms]."
+)
+DELETE_MODE_DESCRIPTION = (
+    "hard: a source delete deletes the target row; soft: the row stays with its last image and "
+    "_deleted = 1, and a later insert of its key revives it (_deleted = 0)."
+)
 
 
 class JdbcUrl:
@@ -91,6 +107,18 @@ class JdbcSink(ApiModel):
     password_secret_ref: SecretKeyRef = Field(description="The sink user's password.")
     batch_rows: int = Field(default=1000, gt=0, le=1_000_000, description="Rows per multi-row statement.")
     create_tables: bool = Field(default=True, description="Create missing replica tables.")
+    table_name: NameTemplate = Field(
+        default="{table}", description=f"{TABLE_NAME_DESCRIPTION} Here a table in the URL's database."
+    )
+    metadata_columns: MetadataColumns = Field(default_factory=list, description=METADATA_DESCRIPTION)
+    delete_mode: DeleteMode = Field(default="hard", description=DELETE_MODE_DESCRIPTION)
+
+    @field_validator("table_name")
+    @classmethod
+    def _check_table_name(cls, value: str) -> str:
+        if "/" in value:
+            raise SpecError(f"{value!r} must be a table name, without /")
+        return value
 
     @field_validator("url")
     @classmethod
@@ -124,6 +152,12 @@ class DeltaSink(ApiModel):
 
     type: Literal["delta"] = Field(description="Sink kind.")
     path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")
+    table_name: NameTemplate = Field(
+        default="{db}/{table}",
+        description=f"{TABLE_NAME_DESCRIPTION} Here a directory below path; / makes subdirectories.",
+    )
+    metadata_columns: MetadataColumns = Field(default_factory=list, description=METADATA_DESCRIPTION)
+    delete_mode: DeleteMode = Field(default="hard", description=DELETE_MODE_DESCRIPTION)
     partition_by: dict[TableName, ColumnList] = Field(
         default_factory=dict,
         max_length=1024,
@@ -148,6 +182,10 @@ class ChangelogSink(ApiModel):
 
     type: Literal["changelog"] = Field(description="Sink kind.")
     path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")
+    table_name: NameTemplate = Field(
+        default="{db}.{table}",
+        description=f"{TABLE_NAME_DESCRIPTION} Here a directory below path; / makes subdirectories.",
+    )
 
 
 class ConsoleSink(ApiModel):

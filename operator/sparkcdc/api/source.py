@@ -159,6 +159,12 @@ class SourceSpec(ApiModel):
         description='Tables to capture: "db.table", or a regular expression that must match all of '
         '"db.table" (e.g. "shop\\\\.order_.*").',
     )
+    exclude_tables: list[TableEntry] = Field(
+        default_factory=list,
+        max_length=1024,
+        description='Tables left out of what tables captures: "db.table", or a regular expression that '
+        'must match all of "db.table" (e.g. "shop\\\\..*_archive").',
+    )
     server_id: Annotated[str, StringConstraints(max_length=21)] | None = Field(
         default=None,
         description='Replication server id or inclusive range ("5400" or "5400-5404"); parallel binlog '

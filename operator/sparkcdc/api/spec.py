@@ -9,10 +9,12 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field
 from pydantic.config import JsonDict
 
 from sparkcdc.api.base import ApiModel, SpecError, Str253, Str4096, cel, cel_or_default
+from sparkcdc.api.routing import RouteSpec, TransformSpec, build_routing
 from sparkcdc.api.sinks import ColumnList, DeltaSink, Sink
 from sparkcdc.api.source import SourceSpec, StartupSpec, TableName
 from sparkcdc.api.verify import VerifySpec
-from sparkcdc.core.tables import is_table_pattern
+from sparkcdc.core.routing import Routing, excluded, find_collisions
+from sparkcdc.core.tables import TableId, is_table_pattern
 
 DEFAULT_SPARK_IMAGE = "ghcr.io/sparkcdc/sparkcdc-spark:0.1.0"
 # Spark's units (k, m, g, t are binary: 1g = 1024m), and Kubernetes' binary suffixes (Ki, Mi, Gi, Ti).
@@ -222,6 +224,19 @@ class CdcPipelineSpec(ApiModel):
     startup: StartupSpec = Field(default_factory=StartupSpec, description="Where reading starts.")
     snapshot: SnapshotSpec = Field(default_factory=SnapshotSpec, description="Snapshot settings.")
     sink: Sink = Field(description="Where the replica is written; type selects the kind.")
+    transforms: list[TransformSpec] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Column rules for chosen tables (the first matching entry applies). E.g. "
+        '[{sourceTables: "shop\\\\.customers", excludeColumns: [notes], maskColumns: {email: sha256}}].',
+    )
+    routes: list[RouteSpec] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Targets for chosen tables, before sink.tableName; the first matching route wins. "
+        'E.g. [{sourceTables: "shop_[0-9]+\\\\.orders", sinkTable: orders}] merges every shop_N.orders '
+        "into one orders table keyed by (_source_db, _source_table, id).",
+    )
     binlog: BinlogSpec = Field(default_factory=BinlogSpec, description="Binlog streaming settings.")
     spark: SparkSpec = Field(default_factory=SparkSpec, description="Spark settings.")
     suspend: bool = Field(default=False, description="Stop the driver, keeping the checkpoint.")
@@ -269,3 +284,24 @@ class CdcPipelineSpec(ApiModel):
             if not _captured(table, entries):
                 raise SpecError("table is not among source.tables", loc=("resnapshotTables", index))
         return self
+
+    @model_validator(mode="after")
+    def _targets_apart(self) -> CdcPipelineSpec:
+        """Two plain source.tables names into one target are refused here already; tables named
+        by patterns are checked by the driver against the source's list (spark/pipeline.py)."""
+        named = [
+            TableId.parse(entry)
+            for entry in self.source.tables
+            if not is_table_pattern(entry) and not excluded(TableId.parse(entry), self.source.exclude_tables)
+        ]
+        collisions = find_collisions(self.routing().targets(named))
+        if collisions:
+            raise SpecError(collisions[0].message(), loc=("source", "tables"))
+        return self
+
+    def routing(self) -> Routing:
+        """Where each captured table is written (core/routing.py)."""
+        table_name = getattr(self.sink, "table_name", "{db}.{table}")  # the console prints db.table
+        metadata = list(getattr(self.sink, "metadata_columns", ()))
+        soft = getattr(self.sink, "delete_mode", "hard") == "soft"
+        return build_routing(table_name, self.routes, self.transforms, metadata, soft)

@@ -44,7 +44,14 @@ from pymysqlreplication.row_event import (
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_connection import ServerIdClashError, StoppedError, StreamConnection, is_clash
+from sparkcdc.mysql import binlog_dates
+from sparkcdc.mysql.binlog_connection import (
+    ServerIdClashError,
+    SourceChangedError,
+    StoppedError,
+    StreamConnection,
+    is_clash,
+)
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig, connection_kwargs, source_error
 from sparkcdc.mysql.errors import SourceError
@@ -220,7 +227,7 @@ class BinlogChangeReader:
             slave_heartbeat=self._heartbeat,
             enable_logging=False,
             pymysql_wrapper=lambda **kw: StreamConnection(
-                on_lost=self._on_lost, stopping=self._stop_requested, opened=self._connections.append, **kw
+                on_lost=self._on_lost, stopping=self._stop_requested, opened=self._opened, **kw
             ),
         )
 

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pymysql
 
+from sparkcdc.core.routing import SinkTarget
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column, Family, default_sql
 from sparkcdc.mysql.errors import SourceError
@@ -47,6 +48,19 @@ class TableSchema:
     primary_key: tuple[str, ...]
     chunk_key: tuple[str, ...]
     row_key: tuple[str, ...]
+    # Where the sink writes the table (core/routing.py); None: under its own name.
+    target: SinkTarget | None = None
+
+    @property
+    def sink_name(self) -> str:
+        """The sink table (JDBC) or directory (Delta, changelog) the rows are written to."""
+        return self.target.name if self.target is not None else self.table.table
+
+    @property
+    def scope(self) -> tuple[tuple[str, str], ...]:
+        """Constant (column, value) pairs of this table's rows in a merged target; () when the
+        target holds this table alone. Range rewrites of a split are confined to them."""
+        return self.target.scope if self.target is not None else ()
 
     def column(self, name: str) -> Column:
         for col in self.columns:

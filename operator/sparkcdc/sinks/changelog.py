@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,12 @@ def event_id(*parts: object) -> str:
 
 # The temporary name ``_write_bytes`` gives a file: ``.<final name>.<pid>.tmp``. Only names of
 # this exact shape are removed, never other files a user keeps in the directory.
-_TEMPORARY = re.compile(r"\.(?:snapshot-\d{6,}|binlog-.+-\d{12,})\.jsonl\.\d+\.tmp")
+_TEMPORARY = re.compile(r"\.(?:snapshot-(?:.+-)?\d{6,}|binlog-.+-\d{12,})\.jsonl\.\d+\.tmp")
+
+
+def _merged_prefix(schema: TableSchema) -> str:
+    """Tables merged into one directory by a route name their files apart (``db.table-``)."""
+    return f"{schema.table}-" if schema.scope else ""
 
 
 def _temporary_name(final: str) -> str:
@@ -62,12 +67,13 @@ class ChangelogSink(Sink):
     def __init__(self, root: Path) -> None:
         self._root = root
 
-    def table_dir(self, table: TableId) -> Path:
-        return self._root / str(table)
+    def table_dir(self, schema: TableSchema) -> Path:
+        """The directory of ``schema``'s target (``spec.sink.tableName``, ``{db}.{table}``)."""
+        return self._root / (str(schema.table) if schema.target is None else schema.target.name)
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:
-            directory = self.table_dir(schema.table)
+            directory = self.table_dir(schema)
             try:
                 directory.mkdir(parents=True, exist_ok=True)
                 remove_stale_temporaries(directory)
@@ -81,7 +87,8 @@ class ChangelogSink(Sink):
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
     ) -> None:
         source = {"file": hw.file, "pos": hw.pos, "ts_ms": 0, "snapshot": True}
-        target = self.table_dir(schema.table) / f"snapshot-{split.index:06d}.jsonl"
+        target = self.table_dir(schema) / f"snapshot-{_merged_prefix(schema)}{split.index:06d}.jsonl"
+        data = with_geometry_structs(schema, data)  # {srid, wkb} fields (sinks/geometry.py)
         self._write_bytes(target, _snapshot_text(str(schema.table), schema.chunk_key, data, source))
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
@@ -89,10 +96,11 @@ class ChangelogSink(Sink):
             return
         table = str(schema.table)
         first = changes.changelog[0].offset
-        name = f"binlog-{first.file}-{first.pos:012d}.jsonl"
-        self._write_file(
-            self.table_dir(schema.table) / name, (self._render(table, r) for r in changes.changelog)
-        )
+        name = f"binlog-{_merged_prefix(schema)}{first.file}-{first.pos:012d}.jsonl"
+        records = changes.changelog
+        if any(c.family is Family.GEOMETRY for c in schema.columns):
+            records = [replace(r, data=row_with_geometry_fields(schema, r.data)) for r in records]
+        self._write_file(self.table_dir(schema) / name, (self._render(table, r) for r in records))
 
     @staticmethod
     def _render(table: str, record: ChangelogRecord) -> str:

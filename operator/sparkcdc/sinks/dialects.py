@@ -13,6 +13,7 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.arrow_sql import insert_statements
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.sql import range_predicate
+from sparkcdc.sinks.targets import scoped
 
 if TYPE_CHECKING:
     from sparkcdc.sinks.jdbc import JdbcSinkConfig
@@ -145,9 +146,7 @@ class MySqlDialect:
             cols.append(f"{self.quote(col.name)} {col.column_type}{collate}{null}{default}")
         pk = ", ".join(self.quote(c) for c in schema.row_key)
         cols.append(f"PRIMARY KEY ({pk})")
-        return (
-            f"CREATE TABLE IF NOT EXISTS {self.quote(schema.table.table)} (\n  " + ",\n  ".join(cols) + "\n)"
-        )
+        return f"CREATE TABLE IF NOT EXISTS {self.quote(schema.sink_name)} (\n  " + ",\n  ".join(cols) + "\n)"
 
     def table_exists(self, cur: Any, table: str) -> bool:
         cur.execute(
@@ -164,7 +163,8 @@ class MySqlDialect:
 
     def delete_range(self, cur: Any, schema: TableSchema, start: Key | None, end: Key | None) -> None:
         where, params = range_predicate(schema.chunk_key, start, end, self.quote)
-        table = self.quote(schema.table.table)
+        where, params = scoped(schema, where, params, self.quote)
+        table = self.quote(schema.sink_name)
         # A DELETE locks the gaps of its range even when it finds no row, and on a table still
         # empty around the range two tasks' gaps are one: their inserts then deadlock. A split
         # written for the first time finds nothing, so look first (a plain consistent read, no
@@ -183,7 +183,7 @@ class MySqlDialect:
         if data.num_rows == 0:
             return
         names = ", ".join(self.quote(c) for c in data.column_names)
-        head = f"INSERT INTO {self.quote(schema.table.table)} ({names}) VALUES "
+        head = f"INSERT INTO {self.quote(schema.sink_name)} ({names}) VALUES "
         per_row = max(1, data.nbytes // data.num_rows)
         step = max(1, min(_RENDER_ROWS, _RENDER_BYTES // per_row))
         for offset in range(0, data.num_rows, step):
@@ -230,10 +230,10 @@ class MySqlDialect:
 
     def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
         names = tuple(c.name for c in schema.columns)
-        known = self._upsertable.get((schema.table.table, names))
+        known = self._upsertable.get((schema.sink_name, names))
         if known is None:
-            known = upsert_equals_replace(cur, schema.table.table, schema.row_key, names)
-            self._upsertable[(schema.table.table, names)] = known
+            known = upsert_equals_replace(cur, schema.sink_name, schema.row_key, names)
+            self._upsertable[(schema.sink_name, names)] = known
         return known
 
     def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
@@ -258,7 +258,7 @@ class MySqlDialect:
     ) -> None:
         # executemany folds the rows into multi-row INSERTs up to max_stmt_length, keeping an
         # ON DUPLICATE KEY tail after the VALUES list.
-        sql = self.insert_sql(schema.table.table, names) + tail
+        sql = self.insert_sql(schema.sink_name, names) + tail
         adapted = [tuple(_naive_utc(v) for v in row) for row in rows]
         for i in range(0, len(adapted), self.batch_rows):
             cur.executemany(sql, adapted[i : i + self.batch_rows])

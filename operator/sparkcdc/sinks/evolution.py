@@ -73,7 +73,7 @@ def alter_statements(
     """ALTER TABLE statements that bring the target table from ``existing`` columns to the
     change; columns already added or already dropped are skipped."""
     have = {c.lower() for c in existing}
-    table = quote(schema.table.table)
+    table = quote(schema.sink_name)
     statements: list[str] = []
     mysql = scheme in ("mysql", "mariadb")
     for add in added:

@@ -77,9 +77,9 @@ class JdbcSink(Sink):
             for schema in schemas:
                 if self._config.create_tables:
                     cur.execute(self._dialect.create_table_sql(schema))
-                elif not self._dialect.table_exists(cur, schema.table.table):
+                elif not self._dialect.table_exists(cur, schema.sink_name):
                     raise SinkError(
-                        f"target table {schema.table.table} for {schema.table} does not exist in "
+                        f"target table {schema.sink_name} for {schema.table} does not exist in "
                         f"{self._config.describe()}; create it or set spec.sink.createTables: true"
                     )
 
@@ -107,7 +107,7 @@ class JdbcSink(Sink):
                 )
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
-        target = self._dialect.quote(schema.table.table)
+        target = self._dialect.quote(schema.sink_name)
         key = schema.row_key
         with self._transaction(schema, fenced=True) as cur:
             # Where an upsert on the row key is exactly delete + insert (dialects.can_upsert), the
@@ -131,7 +131,7 @@ class JdbcSink(Sink):
 
         The fence check is atomic with the change on PostgreSQL only: MySQL commits before DDL."""
         with self._transaction(schema, fenced=True) as cur:
-            existing = existing_columns(cur, self._config.scheme, schema.table.table)
+            existing = existing_columns(cur, self._config.scheme, schema.sink_name)
             statements = alter_statements(
                 self._config.scheme, self._dialect.quote, schema, existing, added, dropped
             )

@@ -134,7 +134,7 @@ def rank_index_sql(schema: TableSchema) -> str | None:
     rank = _leading_rank(schema)
     if rank is None:
         return None
-    table = schema.table.table
+    table = schema.sink_name
     expr = rank.sql(quote_ident(schema.chunk_key[0]))
     digest = hashlib.sha1(expr.encode()).hexdigest()[:8]
     name = f"{table[:40]}_sparkcdc_rank_{digest}"

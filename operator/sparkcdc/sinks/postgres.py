@@ -37,8 +37,10 @@ from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.evolution import pg_default
+from sparkcdc.sinks.geometry import ewkb_array
 from sparkcdc.sinks.pg_rank import StringRank, candidates_predicate, quote_ident, rank_index_sql
 from sparkcdc.sinks.sql import key_in_list_predicate, range_predicate
+from sparkcdc.sinks.targets import scoped
 
 if TYPE_CHECKING:
     from sparkcdc.sinks.jdbc import JdbcSinkConfig
@@ -127,6 +129,8 @@ class PostgresDialect:
 
     def __init__(self) -> None:
         self.schema = "public"
+        # GEOMETRY columns become PostGIS ``geometry`` when the target has the extension (geometry.py).
+        self.postgis = False
 
     def connect(self, config: JdbcSinkConfig) -> Any:
         import psycopg
@@ -187,9 +191,10 @@ class PostgresDialect:
             null = "" if col.nullable or relax else " NOT NULL"
             default = pg_default(col, col.default_sql)
             clause = f" DEFAULT {default}" if default is not None else ""
-            cols.append(f"{self.quote(col.name)} {pg_type(col)}{null}{clause}")
+            spatial = self.postgis and col.family is Family.GEOMETRY
+            cols.append(f"{self.quote(col.name)} {'geometry' if spatial else pg_type(col)}{null}{clause}")
         cols.append(f"PRIMARY KEY ({', '.join(self.quote(c) for c in schema.row_key)})")
-        table = self.quote(schema.table.table)
+        table = self.quote(schema.sink_name)
         sql = f"CREATE TABLE IF NOT EXISTS {table} (\n  " + ",\n  ".join(cols) + "\n)"
         index = rank_index_sql(schema)
         return sql if index is None else f"{sql};\n{index}"
@@ -223,15 +228,17 @@ class PostgresDialect:
 
     def delete_range(self, cur: Any, schema: TableSchema, start: Key | None, end: Key | None) -> None:
         """Delete exactly the rows whose chunk key lies in ``[start, end)`` in MySQL's order."""
-        table = self.quote(schema.table.table)
+        table = self.quote(schema.sink_name)
         if not any(c.is_text for c in schema.chunk_key_columns):
             where, params = range_predicate(schema.chunk_key, start, end, self.quote)
+            where, params = scoped(schema, where, params, self.quote)
             cur.execute(f"DELETE FROM {table} WHERE {where}", params)
             return
         if start is None and end is None:
-            cur.execute(f"DELETE FROM {table}")
+            where, params = scoped(schema, "TRUE", [], self.quote)
+            cur.execute(f"DELETE FROM {table} WHERE {where}", params)
             return
-        where, params = candidates_predicate(schema, start, end)
+        where, params = scoped(schema, *candidates_predicate(schema, start, end), self.quote)
         names = ", ".join(self.quote(c) for c in schema.chunk_key)
         cur.execute(f"SELECT DISTINCT {names} FROM {table} WHERE {where}", params)
         order = KeyOrder.for_columns(schema.key_collations())
@@ -239,14 +246,16 @@ class PostgresDialect:
         for i in range(0, len(doomed), _DELETE_BATCH):
             chunk = doomed[i : i + _DELETE_BATCH]
             pred = key_in_list_predicate(schema.chunk_key, len(chunk), self.quote)
-            cur.execute(f"DELETE FROM {table} WHERE {pred}", [v for k in chunk for v in k])
+            pred, params = scoped(schema, pred, [v for k in chunk for v in k], self.quote)
+            cur.execute(f"DELETE FROM {table} WHERE {pred}", params)
 
     def write_table(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
         """Append ``data`` (canonical Arrow rows) with COPY in the current transaction."""
         if data.num_rows == 0:
             return
         names = ", ".join(self.quote(c) for c in data.column_names)
-        sql = f"COPY {self.quote(schema.table.table)} ({names}) FROM STDIN (FORMAT csv)"
+        sql = f"COPY {self.quote(schema.sink_name)} ({names}) FROM STDIN (FORMAT csv)"
+        data = _spatial_as_ewkb(schema, data, self.postgis)
         with cur.copy(sql) as copy:
             for batch in data.to_batches(max_chunksize=_COPY_BATCH_ROWS):
                 copy.write(copy_csv(pa.Table.from_batches([batch])))

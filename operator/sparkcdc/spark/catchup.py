@@ -54,6 +54,7 @@ from sparkcdc.mysql.queries import binlog_files, current_offset
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
+from sparkcdc.sinks.targets import sink_changes, sink_schema
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.session import in_driver_choice, takes_jobs, warm_up
 
@@ -86,8 +87,13 @@ def catchup_settings(spark: Any, ids: tuple[int, int], spec: CdcPipelineSpec) ->
     """Catch-up for a pipeline with server ids ``ids``, or None when it is off, its sink needs
     every change, or the range has no id besides the live reader's (its last)."""
     threshold = spec.binlog.parallel_catchup_threshold_bytes
-    if threshold <= 0 or spec.sink.type != "jdbc":
-        return None
+    if (
+        threshold <= 0
+        or spec.sink.type != "jdbc"
+        or spec.sink.metadata_columns
+        or spec.sink.delete_mode == "soft"
+    ):
+        return None  # ranges reduce to net effects: no per-row origin, no deleted rows' images
     task_ids = tuple(range(ids[0], ids[1]))[: max(1, spec.snapshot.parallelism)]
     return CatchupSettings(spark, task_ids, threshold) if task_ids else None
 
@@ -302,7 +308,9 @@ class CatchupRunner:
                 self._schemas[table] = schema
         for table, changes in total.items():
             if changes:
-                self._sink.apply_changes(self._schemas[table], table_changes(table, changes, end))
+                schema = self._schemas[table]
+                batch = sink_changes(schema, table_changes(table, changes, end))
+                self._sink.apply_changes(sink_schema(schema), batch)
         checkpoint = self._commit(replace(checkpoint, binlog_offset=end))
         self._listener.batch_committed(sum(r.events for r in results), end)
         return checkpoint

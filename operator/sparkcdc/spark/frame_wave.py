@@ -25,6 +25,7 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.split_reader import read_split
 from sparkcdc.sinks.base import FrameSink, SinkError
 from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
+from sparkcdc.sinks.targets import sink_rows, sink_schema
 
 __all__ = ["run_wave_in_driver"]
 
@@ -81,7 +82,8 @@ def _write_table(
     session = sink.session
     accumulator = spark.sparkContext.accumulator([], _list_param())
     source, fetch_size = context.source, context.fetch_size
-    struct = spark_struct(schema)
+    target = sink_schema(schema)
+    struct = spark_struct(target)
 
     def read(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
@@ -89,7 +91,7 @@ def _write_table(
                 task = tasks[index]
                 for split in task.splits:
                     result = read_split(source, schema, split, task.server_id, fetch_size)
-                    rows = to_spark_arrow(schema, result.data)
+                    rows = to_spark_arrow(target, sink_rows(schema, result.data, result.high))
                     summary = SplitSummary(
                         split, result.low, result.high, result.data.num_rows, result.backfill_events
                     )
@@ -97,7 +99,7 @@ def _write_table(
                     yield from rows.to_batches()
 
     frame = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(read, struct)
-    sink.write_frame(schema, splits, frame)
+    sink.write_frame(target, splits, frame)
     got: list[SplitSummary] = list(accumulator.value)
     by_id = {s.split.split_id: s for s in got}
     if len(by_id) != len(got) or set(by_id) != {s.split_id for s in splits}:

@@ -18,6 +18,8 @@ from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, decode, enco
 from sparkcdc.core.event_filter import start_offset
 from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.routing import excluded, find_collisions
+from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
 from sparkcdc.core.waves import WaveSizer
@@ -26,7 +28,9 @@ from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.mysql.zero_dates import keep_zero_dates, keeps_zero_dates
 from sparkcdc.sinks.base import start_fenced
+from sparkcdc.sinks.targets import sink_schemas
 from sparkcdc.spark.binlog_lost import (
     ExpiryWatch,
     binlog_expiry_seconds,
@@ -84,10 +88,13 @@ def server_id_range(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> 
 
 
 def discover_tables(runtime: PipelineRuntime, conn: Any) -> dict[TableId, TableSchema]:
-    """The captured tables and their schemas; fails before anything is read."""
+    """The captured tables and their schemas, each with its sink target (core/routing.py); fails
+    before anything is read or written, also when two tables would share a target by accident."""
     spec = runtime.pipeline.spec
     available = list_tables(conn)
-    chosen = select_tables(spec.source.tables, available)
+    chosen = [
+        t for t in select_tables(spec.source.tables, available) if not excluded(t, spec.source.exclude_tables)
+    ]
     for entry in spec.source.tables:
         if not is_table_pattern(entry) and TableId.parse(entry) not in available:
             raise SourceError(
@@ -96,8 +103,18 @@ def discover_tables(runtime: PipelineRuntime, conn: Any) -> dict[TableId, TableS
             )
         if is_table_pattern(entry) and not select_tables([entry], available):
             raise SourceError(f"spec.source.tables entry {entry!r} matches no table on the source")
+    targets = spec.routing().targets(chosen)
+    collisions = find_collisions(targets)
+    if collisions:
+        raise SourceError(collisions[0].message())
     overrides = spec.snapshot.chunk_key_columns
-    return {t: load_table_schema(conn, t, overrides.get(str(t))) for t in chosen}
+    schemas = {
+        t: replace(load_table_schema(conn, t, overrides.get(str(t))), target=targets[t]) for t in chosen
+    }
+    if keeps_zero_dates(spec.sink.type, getattr(spec.sink, "scheme", None)):
+        schemas = {t: keep_zero_dates(s) for t, s in schemas.items()}
+    sink_schemas(schemas.values())  # merged tables must agree on their columns
+    return schemas
 
 
 class PipelineDriver:
@@ -287,7 +304,7 @@ class PipelineDriver:
         )
         sink = self._runtime.sink.open()
         try:
-            sink.prepare(list(schemas.values()))
+            sink.prepare(sink_schemas(schemas.values()))
             self._listener.message(f"streaming the binlog from {start}")
             streamer = BinlogStreamer(
                 self._runtime.source, sink, schemas, settings, self._listener, self.save
@@ -355,7 +372,7 @@ class PipelineDriver:
         self._claim_sink_fence()
         sink = self._runtime.sink.open()
         try:
-            sink.prepare(list(schemas.values()))
+            sink.prepare(sink_schemas(schemas.values()))
         finally:
             sink.close()
 

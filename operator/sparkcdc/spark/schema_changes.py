@@ -170,7 +170,9 @@ class SchemaTracker:
     def _evolve(self, conn: Any, entry: TableDdl) -> Evolution:
         old = self._schemas[entry.table]
         override = self._overrides.get(str(entry.table))
-        new = load_table_schema(conn, entry.table, override)
+        new = replace(load_table_schema(conn, entry.table, override), target=old.target)
+        if any(c.zero_dates for c in old.columns):
+            new = keep_zero_dates(new)  # the sink stores zero dates (zero_dates.py)
         if new.row_key != old.row_key or new.chunk_key != old.chunk_key:
             raise SourceError(f"its key changed from {list(old.row_key)} to {list(new.row_key)}")
         for name in entry.dropped:

@@ -24,6 +24,7 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.split_reader import SplitReader, SplitReadResult
 from sparkcdc.sinks.base import SinkConfig, writes_in_driver
+from sparkcdc.sinks.targets import sink_rows, sink_schema
 from sparkcdc.spark.frame_wave import run_wave_in_driver
 
 
@@ -76,7 +77,9 @@ def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]
             assert pending is not None
             result = pending.result()
             pending = read_ahead.submit(read, task.splits[i + 1]) if i + 1 < len(task.splits) else None
-            sink.write_split(context.schemas[split.table], split, result.data, result.high)
+            schema = context.schemas[split.table]
+            rows = sink_rows(schema, result.data, result.high)
+            sink.write_split(sink_schema(schema), split, rows, result.high)
             yield SplitSummary(split, result.low, result.high, result.data.num_rows, result.backfill_events)
     finally:
         # A read still running finishes on its own (its result is dropped; the split is read

@@ -34,6 +34,7 @@ from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
+from sparkcdc.sinks.targets import sink_added, sink_changes, sink_schema
 from sparkcdc.spark.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order
@@ -250,7 +251,8 @@ class BinlogStreamer:
         then checkpoint past the statement (a crash before that repeats it, idempotently)."""
         for evolution in change.evolutions:
             if isinstance(self._sink, EvolvingSink):
-                statements = self._sink.evolve_table(evolution.schema, evolution.added, evolution.dropped)
+                target, added = sink_schema(evolution.schema), sink_added(evolution.schema, evolution.added)
+                statements = self._sink.evolve_table(target, added, evolution.dropped)
                 for statement in statements:
                     self._listener.message(f"{evolution.table}: target altered: {statement}")
             self._schemas[evolution.table] = evolution.schema
@@ -295,7 +297,8 @@ class BinlogStreamer:
             return checkpoint
         row_keys = {t: s.row_key for t, s in self._schemas.items()}
         for changes in build_batch(batch.events, row_keys, end=batch.end):
-            self._sink.apply_changes(self._schemas[changes.table], changes)
+            schema = self._schemas[changes.table]
+            self._sink.apply_changes(sink_schema(schema), sink_changes(schema, changes))
         checkpoint = collapse_pure_tables(replace(checkpoint, binlog_offset=batch.end))
         checkpoint = self._with_failures(checkpoint)
         self._save(checkpoint)

@@ -29,6 +29,7 @@ import pymysql
 from sparkcdc.core.keys import KeyOrder
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.mysql.columns import quote_name
 from sparkcdc.mysql.flavor import ServerFlavor
 from sparkcdc.mysql.queries import current_offset
 from sparkcdc.mysql.schema import TableSchema
@@ -36,6 +37,7 @@ from sparkcdc.mysql.sql import range_predicate, table_name
 from sparkcdc.sinks import sql as sink_sql
 from sparkcdc.sinks.base import SinkConfig, SinkError, writes_in_driver
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
+from sparkcdc.sinks.targets import visible
 from sparkcdc.verify.canonical import HASH_HEX_DIGITS, mysql_row_text, postgres_row_text
 from sparkcdc.verify.sums import ChunkChecksum, RowHashes
 
@@ -63,16 +65,25 @@ def _mysql_hash(schema: TableSchema) -> str:
     return f"CAST(CONV(SUBSTRING(MD5({row}), 1, {HASH_HEX_DIGITS}), 16, 10) AS UNSIGNED)"
 
 
-def mysql_checksum_sql(schema: TableSchema, split: SnapshotSplit, table: str) -> tuple[str, list[Any]]:
-    """``SELECT COUNT(*), SUM(hash)`` over ``split``'s key range of ``table`` (MariaDB/MySQL)."""
+def mysql_checksum_sql(
+    schema: TableSchema, split: SnapshotSplit, table: str, *, sink: bool = False
+) -> tuple[str, list[Any]]:
+    """``SELECT COUNT(*), SUM(hash)`` over ``split``'s key range of ``table`` (MariaDB/MySQL);
+    in a ``sink`` target merged by a route, over this table's rows only."""
     where, params = range_predicate(schema.chunk_key_columns, split.start, split.end)
+    if sink:
+        where, params = visible(schema, where, params, quote_name)
     sql = f"SELECT COUNT(*), COALESCE(SUM({_mysql_hash(schema)}), 0) FROM {table} WHERE {where}"
     return sql, params
 
 
-def mysql_row_hashes_sql(schema: TableSchema, split: SnapshotSplit, table: str) -> tuple[str, list[Any]]:
+def mysql_row_hashes_sql(
+    schema: TableSchema, split: SnapshotSplit, table: str, *, sink: bool = False
+) -> tuple[str, list[Any]]:
     """``SELECT key text, hash`` of every row in ``split``'s key range of ``table``."""
     where, params = range_predicate(schema.chunk_key_columns, split.start, split.end)
+    if sink:
+        where, params = visible(schema, where, params, quote_name)
     key = _escape(mysql_row_text(schema.row_key_columns))
     return f"SELECT {key}, {_mysql_hash(schema)} FROM {table} WHERE {where}", params
 
@@ -158,16 +169,16 @@ class MySqlSinkChecker:
         self._describe = config.describe()
 
     def checksum(self, schema: TableSchema, split: SnapshotSplit) -> ChunkChecksum:
-        sql, params = mysql_checksum_sql(schema, split, self._table(schema))
+        sql, params = mysql_checksum_sql(schema, split, self._table(schema), sink=True)
         return self._run(schema, lambda cur: _fetch_checksum(cur, sql, params))
 
     def row_hashes(self, schema: TableSchema, split: SnapshotSplit) -> RowHashes:
-        sql, params = mysql_row_hashes_sql(schema, split, self._table(schema))
+        sql, params = mysql_row_hashes_sql(schema, split, self._table(schema), sink=True)
         return self._run(schema, lambda cur: _fetch_hashes(cur, sql, params))
 
     @staticmethod
     def _table(schema: TableSchema) -> str:
-        return "`" + schema.table.table.replace("`", "``") + "`"
+        return "`" + schema.sink_name.replace("`", "``") + "`"
 
     def _run(self, schema: TableSchema, read: Callable[[Any], _T]) -> _T:
         try:
@@ -204,7 +215,8 @@ class PostgresSinkChecker:
         where, params = sink_sql.range_predicate(
             schema.chunk_key, split.start, split.end, self._dialect.quote
         )
-        table = self._dialect.quote(schema.table.table)
+        where, params = visible(schema, where, params, self._dialect.quote)
+        table = self._dialect.quote(schema.sink_name)
         sql = f"SELECT count(*), coalesce(sum({self._hash(schema)}), 0) FROM {table} WHERE {where}"
         return self._run(schema, lambda cur: _fetch_checksum(cur, sql, params))
 
@@ -219,9 +231,10 @@ class PostgresSinkChecker:
             where, params = sink_sql.range_predicate(
                 schema.chunk_key, split.start, split.end, self._dialect.quote
             )
+        where, params = visible(schema, where, params, self._dialect.quote)
         keys = ", ".join(self._dialect.quote(c) for c in schema.chunk_key)
         key_text = _escape(postgres_row_text(schema.row_key_columns, self._dialect.quote))
-        table = self._dialect.quote(schema.table.table)
+        table = self._dialect.quote(schema.sink_name)
         sql = f"SELECT {key_text}, {self._hash(schema)}, {keys} FROM {table} WHERE {where}"
         order = KeyOrder.for_columns(schema.key_collations())
 

@@ -26,13 +26,14 @@ from typing import Any
 
 from sparkcdc.core.keys import KeyOrder
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.row_metadata import DELETED_COLUMN
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.connection import connect, source_error
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.delta.session import driver_session
-from sparkcdc.sinks.delta.snapshot import ranges_sql
+from sparkcdc.sinks.delta.snapshot import ranges_sql, scope_sql
 from sparkcdc.sinks.spark_types import from_spark_arrow, is_spark_ordered
 from sparkcdc.verify.canonical import python_row_text, row_hash
 from sparkcdc.verify.checksum import ChunkChecksum, RowHashes, source_checksum
@@ -112,9 +113,11 @@ class DeltaSinkChecker:
 
     def _run(self, schema: TableSchema, splits: Sequence[SnapshotSplit], job: Any) -> list[Any]:
         """``job`` over the table's rows, pre-filtered to ``splits`` where Spark can."""
-        path = self._config.table_path(schema.table)
+        path = self._config.table_path(schema)
         try:
-            frame = self._spark.read.format("delta").load(path)
+            frame = self._spark.read.format("delta").load(path).where(scope_sql(schema, "true"))
+            if schema.target is not None and schema.target.soft_delete:
+                frame = frame.where(f"`{DELETED_COLUMN}` = 0")
             if all(is_spark_ordered(c) for c in schema.chunk_key_columns):
                 order = KeyOrder.for_columns(schema.key_collations())
                 frame = frame.where(ranges_sql(schema, [(s.start, s.end) for s in splits], order))

@@ -37,6 +37,7 @@ from sparkcdc.mysql.binlog_reader import read_changes
 from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.targets import comparable
 from sparkcdc.spark.pipeline import default_server_ids, discover_tables, server_id_range
 from sparkcdc.spark.planning import plan_table
 from sparkcdc.spark.runtime import PipelineRuntime
@@ -125,7 +126,13 @@ class _Verifier:
         self.schemas: dict[TableId, TableSchema] = {}
 
     def context(self) -> VerifyContext:
-        return VerifyContext(self.runtime.source, self.runtime.sink, self.schemas)
+        return VerifyContext(self.runtime.source, self.runtime.sink, self.compared)
+
+    @property
+    def compared(self) -> dict[TableId, TableSchema]:
+        """The schemas narrowed to what the sink holds unchanged (sinks.targets.comparable); the
+        full ones read the source for a repair and decode the binlog for a re-check."""
+        return {t: comparable(s) for t, s in self.schemas.items()}
 
     def plan(self) -> list[SnapshotSplit]:
         spec = self.runtime.pipeline.spec.snapshot
@@ -171,14 +178,15 @@ class _Verifier:
             sink = open_sink_checker(self.runtime.sink)
 
             def changes(schema: TableSchema, start: BinlogOffset, stop: BinlogOffset) -> list[ChangeEvent]:
-                return list(read_changes(source, server_id, start, stop, {schema.table: schema}))
+                full = self.schemas[schema.table]
+                return list(read_changes(source, server_id, start, stop, {schema.table: full}))
 
             try:
                 return recheck_chunk(
                     conn,
                     detect_flavor(conn),
                     sink,
-                    self.schemas[check.split.table],
+                    comparable(self.schemas[check.split.table]),
                     check.split,
                     applied=self.applied,
                     changes=changes,

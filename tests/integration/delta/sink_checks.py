@@ -54,12 +54,12 @@ class Checks:
         reader = sink.session.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
-        return reader.load(sink._config.table_path(schema.table)).toArrow()
+        return reader.load(sink._config.table_path(schema)).toArrow()
 
     def history(self, sink: DeltaSink, schema: TableSchema) -> list[Any]:
         from delta.tables import DeltaTable
 
-        table = DeltaTable.forPath(sink.session, sink._config.table_path(schema.table))
+        table = DeltaTable.forPath(sink.session, sink._config.table_path(schema))
         return sorted(table.history().select("version", "operation", "userMetadata").collect())
 
     def expect(self, sink: DeltaSink, schema: TableSchema, canonical: pa.Table, what: str) -> None:
@@ -189,7 +189,7 @@ class Checks:
         maybe a temporary file); the next prepare creates the table there."""
         schema = self.schema("tail")
         sink = DeltaSinkConfig(str(self.lake / "unfinished")).open()
-        log_dir = Path(sink._config.table_path(schema.table)) / "_delta_log"
+        log_dir = Path(sink._config.table_path(schema)) / "_delta_log"
         log_dir.mkdir(parents=True)
         (log_dir / ".00000000000000000000.json.0b1c.tmp").write_text("{")
         sink.prepare([schema])
@@ -242,7 +242,7 @@ class Checks:
         sink.prepare([schema])
         from delta.tables import DeltaTable
 
-        path = sink._config.table_path(schema.table)
+        path = sink._config.table_path(schema)
         detail = DeltaTable.forPath(sink.session, path).detail().collect()[0]
         assert list(detail["partitionColumns"]) == ["bucket"], detail["partitionColumns"]
         props = dict(detail["properties"])

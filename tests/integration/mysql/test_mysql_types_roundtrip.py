@@ -254,7 +254,7 @@ def test_snapshot_and_binlog_values_agree(
     assert one["s"] == "x,z" and one["e"] == "c" and one["vc"] == "emoji 😀 ünïcode" and one["lat"] == "café"
     assert one["j"] == ROWS[0]["j"]
     # SRID 0, then the WKB of POINT(1 2): MySQL's own format, which a MySQL target stores as it is.
-    assert one["g"] == bytes.fromhex("00000000" "0101000000000000000000f03f0000000000000040")
+    assert one["g"] == bytes.fromhex("000000000101000000000000000000f03f0000000000000040")
     zero = fast[3]
     assert zero["dte"] is None and zero["dtm"] is None and zero["dtm6"] is None and zero["ts"] is None
     assert zero["yr"] == 0 and zero["e"] == "" and zero["s"] == "x,y,z"

@@ -4,6 +4,7 @@ files, never committed ones, never those of tables the pipeline does not prepare
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -50,15 +51,15 @@ def _populate(directory: Path, names: list[str]) -> None:
 
 def test_prepare_removes_only_the_sinks_own_temporaries(tmp_path: Path) -> None:
     sink = ChangelogSink(tmp_path)
-    _populate(sink.table_dir(T), STALE + KEPT)
-    _populate(sink.table_dir(T) / "sub", STALE[:1])
-    _populate(sink.table_dir(OTHER), STALE)  # a table this pipeline does not capture
+    _populate(sink.table_dir(SCHEMA), STALE + KEPT)
+    _populate(sink.table_dir(SCHEMA) / "sub", STALE[:1])
+    _populate(sink.table_dir(replace(SCHEMA, table=OTHER)), STALE)  # a table this pipeline does not capture
 
     sink.prepare([SCHEMA])
 
-    assert sorted(p.name for p in sink.table_dir(T).iterdir()) == sorted([*KEPT, "sub"])
-    assert [p.name for p in (sink.table_dir(T) / "sub").iterdir()] == STALE[:1]
-    assert sorted(p.name for p in sink.table_dir(OTHER).iterdir()) == sorted(STALE)
+    assert sorted(p.name for p in sink.table_dir(SCHEMA).iterdir()) == sorted([*KEPT, "sub"])
+    assert [p.name for p in (sink.table_dir(SCHEMA) / "sub").iterdir()] == STALE[:1]
+    assert sorted(p.name for p in sink.table_dir(replace(SCHEMA, table=OTHER)).iterdir()) == sorted(STALE)
 
 
 def test_every_temporary_name_the_sink_writes_is_recognised(tmp_path: Path) -> None:
@@ -84,8 +85,8 @@ def test_every_temporary_name_the_sink_writes_is_recognised(tmp_path: Path) -> N
     assert len(names) == 2
     assert all(changelog._TEMPORARY.fullmatch(n) for n in names), names
     # The writes themselves left nothing behind, and the committed files are not temporaries.
-    assert sorted(p.name for p in sink.table_dir(T).iterdir()) == [
+    assert sorted(p.name for p in sink.table_dir(SCHEMA).iterdir()) == [
         "binlog-binlog.000003-000000987654.jsonl",
         "snapshot-000012.jsonl",
     ]
-    assert not any(changelog._TEMPORARY.fullmatch(p.name) for p in sink.table_dir(T).iterdir())
+    assert not any(changelog._TEMPORARY.fullmatch(p.name) for p in sink.table_dir(SCHEMA).iterdir())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from decimal import Decimal
 
 import pyarrow as pa
@@ -225,7 +226,10 @@ def test_factory_and_configuration() -> None:
     config = sink_config(spec, None)
     assert isinstance(config, DeltaSinkConfig) and writes_in_driver(config)
     assert config.merge_schema and config.optimize_every_commits == 10
-    assert config.table_path(TableId("shop", "orders")) == "s3a://lake/shop/shop/orders"
+    orders = _schema(ID)
+    assert (
+        config.table_path(replace(orders, table=TableId("shop", "orders"))) == "s3a://lake/shop/shop/orders"
+    )
     assert config.partition_columns(TableId("shop", "orders")) == ("day",)
     odd = _schema(ID, Column("odd name", 2, "int", "int(11)"))
     assert config.properties(odd) == {

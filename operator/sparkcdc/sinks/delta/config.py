@@ -85,8 +85,11 @@ class DeltaSinkConfig:
             update["batch_interval_ms"] = max(spec.batch_interval_ms, DELTA_BATCH_INTERVAL_MS)
         return spec.model_copy(update=update) if update else spec
 
-    def table_path(self, table: TableId) -> str:
-        return f"{self.path.rstrip('/')}/{table.database}/{table.table}"
+    def table_path(self, schema: TableSchema) -> str:
+        """The directory of ``schema``'s target (``spec.sink.tableName``, ``{db}/{table}``)."""
+        table = schema.table
+        name = f"{table.database}/{table.table}" if schema.target is None else schema.target.name
+        return f"{self.path.rstrip('/')}/{name}"
 
     def partition_columns(self, table: TableId) -> tuple[str, ...]:
         return dict(self.partition_by).get(str(table), ())

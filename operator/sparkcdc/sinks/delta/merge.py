@@ -48,7 +48,8 @@ def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChange
     assign: dict[str, str | Any] = {quote_ident(n): f"s.{quote_ident(n)}" for n in schema.column_names}
     flag = f"s.{quote_ident(DELETE_FLAG)}"
     marks = {
-        "spark.databricks.delta.write.txnAppId": APP_ID,
+        # Tables merged into one target by a route each keep their own exactly-once version.
+        "spark.databricks.delta.write.txnAppId": f"{APP_ID}:{schema.table}" if schema.scope else APP_ID,
         "spark.databricks.delta.write.txnVersion": str(txn_version(end)),
         "spark.databricks.delta.commitInfo.userMetadata": metadata(
             "binlog",

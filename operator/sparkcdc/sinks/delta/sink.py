@@ -48,7 +48,7 @@ class DeltaSink(FrameSink):
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:
-            path = self._config.table_path(schema.table)
+            path = self._config.table_path(schema)
             with failing(f"preparing the table of {schema.table}", path):
                 self._columns[path] = tables.prepare_table(self._spark, self._config, schema, path)
 
@@ -56,7 +56,7 @@ class DeltaSink(FrameSink):
         self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
     ) -> list[str]:
         """Follow a source ADD/DROP COLUMN (spark/schema_changes.py; tables.evolve_table)."""
-        path = self._config.table_path(schema.table)
+        path = self._config.table_path(schema)
         with failing(f"following a schema change of {schema.table}", path):
             done, columns = tables.evolve_table(self._spark, self._config, schema, added, dropped)
         self._columns[path] = columns
@@ -70,7 +70,7 @@ class DeltaSink(FrameSink):
         )
 
     def write_frame(self, schema: TableSchema, splits: Sequence[SnapshotSplit], rows: Any) -> None:
-        path = self._config.table_path(schema.table)
+        path = self._config.table_path(schema)
         with failing(f"writing snapshot splits of {schema.table}", path):
             write_wave(self._spark, schema, path, splits, rows)
             self._committed(path)
@@ -78,7 +78,7 @@ class DeltaSink(FrameSink):
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         if not changes.upserts and not changes.deletes:
             return
-        path = self._config.table_path(schema.table)
+        path = self._config.table_path(schema)
         end = changes.end or max((r.offset for r in changes.changelog), default=None)
         if end is None:
             raise SinkError(f"a binlog batch of {schema.table} has no offset; cannot apply it exactly once")

@@ -26,8 +26,9 @@ from sparkcdc.sinks.delta.config import metadata
 from sparkcdc.sinks.delta.ledger import table_ledger
 from sparkcdc.sinks.delta.session import session_conf
 from sparkcdc.sinks.spark_types import from_spark_arrow, is_spark_ordered, quote_ident, sql_literal
+from sparkcdc.sinks.targets import scope_column
 
-__all__ = ["keys_sql", "ranges_sql", "write_wave"]
+__all__ = ["keys_sql", "ranges_sql", "scope_sql", "write_wave"]
 
 Range = tuple[Key | None, Key | None]
 
@@ -42,7 +43,8 @@ def write_wave(
     if table_ledger(spark, path).empty_in(ranges, order):
         writer.mode("append").save(path)
     elif all(is_spark_ordered(c) for c in schema.chunk_key_columns):
-        writer.mode("overwrite").option("replaceWhere", ranges_sql(schema, ranges, order)).save(path)
+        where = scope_sql(schema, ranges_sql(schema, ranges, order))
+        writer.mode("overwrite").option("replaceWhere", where).save(path)
     else:
         doomed = _keys_in_ranges(spark, schema, path, ranges, order)
         if not doomed:
@@ -50,7 +52,17 @@ def write_wave(
             return
         # The rows' keys are in the ranges but not in this list: no constraint check.
         with session_conf(spark, {"spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false"}):
-            writer.mode("overwrite").option("replaceWhere", keys_sql(schema, doomed)).save(path)
+            writer.mode("overwrite").option("replaceWhere", scope_sql(schema, keys_sql(schema, doomed))).save(
+                path
+            )
+
+
+def scope_sql(schema: TableSchema, predicate: str) -> str:
+    """``predicate`` confined to this table's rows of a target merged by a route."""
+    if not schema.scope:
+        return predicate
+    equal = [f"{quote_ident(n)} = {sql_literal(scope_column(n), v)}" for n, v in schema.scope]
+    return f"({predicate}) AND " + " AND ".join(equal)
 
 
 def _snapshot_metadata(schema: TableSchema, splits: Sequence[SnapshotSplit]) -> str:
@@ -75,7 +87,8 @@ def _keys_in_ranges(
     """The table's chunk keys in ``ranges`` as MySQL orders them (candidates bounded in Spark
     by the leading column where Spark orders it, then the exact check in Python)."""
     names = list(schema.chunk_key)
-    frame = spark.read.format("delta").load(path).select(*[quote_ident(n) for n in names]).distinct()
+    frame = spark.read.format("delta").load(path).where(scope_sql(schema, "true"))
+    frame = frame.select(*[quote_ident(n) for n in names]).distinct()
     first = schema.chunk_key_columns[0]
     if is_spark_ordered(first):
         starts = [r[0] for r in ranges]

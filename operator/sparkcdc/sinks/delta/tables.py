@@ -146,7 +146,7 @@ def evolve_table(
     table's columns (lower case)."""
     from delta.tables import DeltaTable
 
-    path = config.table_path(schema.table)
+    path = config.table_path(schema)
     table = DeltaTable.forPath(spark, path)
     have = {f.name.lower(): f.name for f in table.toDF().schema.fields}
     new = [a for a in added if a.column.name.lower() not in have]
