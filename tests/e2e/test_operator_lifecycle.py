@@ -255,3 +255,25 @@ def test_a_refused_driver_pod_is_reported_and_retried_with_backoff(
     wait_checkpoint(operator, pipelines, "quota-a", [2])
     assert "createFailure" not in pipelines.status("quota-a")["driver"]
     assert condition(pipelines.status("quota-a"), "Stalled")["status"] == "False"
+
+
+def test_two_tables_into_one_target_are_refused_before_a_driver_starts(
+    operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str, driver_account: str
+) -> None:
+    """The apiserver cannot see the collision (it needs the resolved names); the operator refuses
+    it as an invalid spec, naming both tables and the target, and starts no driver pod."""
+    pipelines = Pipelines(control_plane, namespace)
+    source = manifest("clash")["spec"]["source"] | {"tables": ["tenant_a.orders", "tenant_b.orders"]}
+    sink = {"type": "jdbc", "url": "mysql://127.0.0.1:3306/replica", "user": "cdc",
+            "passwordSecretRef": {"name": "mysql-cdc", "key": "password"}}  # fmt: skip
+    pipelines.create(manifest("clash", source=source, sink=sink))
+
+    def stalled() -> dict[str, Any]:
+        found = condition(pipelines.status("clash"), "Stalled")
+        return found if found.get("status") == "True" else {}
+
+    found = wait_until(stalled, timeout=60, what="Stalled condition")
+    assert found["reason"] == "InvalidSpec"
+    assert "tenant_a.orders and tenant_b.orders" in found["message"] and "'orders'" in found["message"]
+    assert pipelines.status("clash")["phase"] == "Failed"
+    assert pods_of(core, namespace, "clash") == []
