@@ -16,18 +16,21 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.core.cascades import Cascade
 from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink, SinkError, TableChanges
+from sparkcdc.sinks.cascade_sql import cascade_statements
 from sparkcdc.sinks.dialects import Dialect, dialect_for
 from sparkcdc.sinks.evolution import AddedColumn, alter_statements, existing_columns
 from sparkcdc.sinks.fence import check_fence, claim_fence, ensure_fence_table
@@ -71,6 +74,7 @@ class JdbcSink(Sink):
         self._config = config
         self._dialect: Dialect = dialect_for(config.scheme, config.batch_rows)
         self._conn = self._dialect.connect(config)
+        self._shared: Any = None  # the open cursor of batch_transaction, if any
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         with self._transaction() as cur:
@@ -124,6 +128,25 @@ class JdbcSink(Sink):
                 rows = [tuple(row.get(n) for n in names) for row in changes.upserts.values()]
                 self._dialect.write_rows(cur, schema, names, rows)
 
+    @contextmanager
+    def batch_transaction(self) -> Iterator[None]:
+        """Run every write of the block in one transaction (a binlog batch with referential
+        actions, so the replica never shows a child whose parent is gone)."""
+        with self._transaction(fenced=True) as cur:
+            self._shared = cur
+            try:
+                yield
+            finally:
+                self._shared = None
+
+    def apply_cascades(self, cascades: Sequence[Cascade], names: Mapping[TableId, str]) -> None:
+        """Run referential actions (core/cascades.py) as predicate writes; ``names`` maps each
+        table a cascade reads or writes to its target table."""
+        statements = cascade_statements(cascades, names, self._dialect.quote, self._config.batch_rows)
+        with self._transaction(fenced=True) as cur:
+            for sql, params in statements:
+                cur.execute(sql, params)
+
     def evolve_table(
         self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
     ) -> list[str]:
@@ -159,6 +182,9 @@ class JdbcSink(Sink):
 
     @contextmanager
     def _transaction(self, schema: TableSchema | None = None, *, fenced: bool = False) -> Iterator[Any]:
+        if self._shared is not None:
+            yield from self._in_shared(schema)
+            return
         cur = self._conn.cursor()
         try:
             self._dialect.begin(cur)
@@ -177,6 +203,18 @@ class JdbcSink(Sink):
             ) from err
         finally:
             cur.close()
+
+    def _in_shared(self, schema: TableSchema | None) -> Iterator[Any]:
+        # Part of batch_transaction: its owner commits or rolls back the whole.
+        try:
+            yield self._shared
+        except SinkError:
+            raise
+        except Exception as err:
+            where = f" writing {schema.table}" if schema is not None else ""
+            raise SinkError(
+                f"the sink {self._config.describe()} failed{where}: {self._dialect.describe_error(err)}"
+            ) from err
 
     def _rollback_quietly(self) -> None:
         # The connection may already be gone; the write is undone either way.

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from sparkcdc.api.spec import BinlogSpec
+from sparkcdc.core.cascades import Cascade
 from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, collapse_pure_tables
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
@@ -35,6 +36,7 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
 from sparkcdc.sinks.base import Sink
 from sparkcdc.sinks.targets import sink_added, sink_changes, sink_schema
+from sparkcdc.spark.cascading import CascadeFollower
 from sparkcdc.spark.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order
@@ -62,6 +64,8 @@ class Batch:
     open_events: list[ChangeEvent] = field(default_factory=list)
     end: BinlogOffset | None = None
     started: float = field(default_factory=time.monotonic)
+    # Referential actions (spark/cascading.py), each after the first n of events + open_events.
+    marks: list[tuple[int, Cascade]] = field(default_factory=list)
 
     def close_transaction(self, end: BinlogOffset) -> None:
         self.events.extend(self.open_events)
@@ -69,7 +73,11 @@ class Batch:
         self.end = end
 
     def next(self) -> Batch:
-        return Batch(open_events=self.open_events)
+        done = len(self.events)
+        return Batch(open_events=self.open_events, marks=[(i - done, c) for i, c in self.marks if i > done])
+
+    def closed_marks(self) -> list[tuple[int, Cascade]]:
+        return [(i, c) for i, c in self.marks if i <= len(self.events)]
 
     def touches(self, table: TableId) -> bool:
         return any(e.table == table for e in self.events) or any(e.table == table for e in self.open_events)
@@ -148,6 +156,7 @@ class BinlogStreamer:
         self._listener = listener
         self._save = save
         self._failed: dict[TableId, TableState] = {}
+        self._cascades: CascadeFollower | None = None
 
     def build_filter(self, checkpoint: Checkpoint) -> BinlogSplitFilter:
         snapshotted = {t: checkpoint.finished.get(t, ()) for t in self._schemas if checkpoint.finished.get(t)}
@@ -164,7 +173,11 @@ class BinlogStreamer:
         for table in self._failed:
             self._schemas.pop(table, None)
         event_filter = self.build_filter(checkpoint)
-        if self._settings.catchup is not None:
+        self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
+        if self._settings.catchup is not None and self._cascades:
+            # Catch-up ranges reduce to net effects per table, losing where cascades happened.
+            self._listener.message("parallel catch-up is off: referential actions are followed in order")
+        elif self._settings.catchup is not None:
             runner = CatchupRunner(
                 self._settings.catchup,
                 self._source,
@@ -221,6 +234,7 @@ class BinlogStreamer:
             if isinstance(item, ChangeEvent):
                 if item.table not in self._failed:
                     batch.open_events.extend(event_filter.filter_event(item))
+                    self._mark_cascades(batch, item, event_filter)
             elif isinstance(item, BinlogOffset):
                 batch.close_transaction(item)
                 event_filter.advance_to(item)
@@ -245,6 +259,11 @@ class BinlogStreamer:
                 batch = batch.next()
             if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
                 return checkpoint
+
+    def _mark_cascades(self, batch: Batch, event: ChangeEvent, event_filter: BinlogSplitFilter) -> None:
+        if self._cascades:
+            at = len(batch.events) + len(batch.open_events)
+            batch.marks.extend((at, c) for c in self._cascades.cascades(event, event_filter, self._schemas))
 
     def _apply_schema_change(self, change: SchemaChange, checkpoint: Checkpoint) -> Checkpoint:
         """At the DDL's place in the stream: alter the target, switch schemas, stop failed tables;
@@ -296,9 +315,13 @@ class BinlogStreamer:
         if batch.end is None:
             return checkpoint
         row_keys = {t: s.row_key for t, s in self._schemas.items()}
-        for changes in build_batch(batch.events, row_keys, end=batch.end):
-            schema = self._schemas[changes.table]
-            self._sink.apply_changes(sink_schema(schema), sink_changes(schema, changes))
+        marks = batch.closed_marks()
+        if marks and self._cascades is not None:
+            self._cascades.apply(batch.events, marks, self._schemas, batch.end)
+        else:
+            for changes in build_batch(batch.events, row_keys, end=batch.end):
+                schema = self._schemas[changes.table]
+                self._sink.apply_changes(sink_schema(schema), sink_changes(schema, changes))
         checkpoint = collapse_pure_tables(replace(checkpoint, binlog_offset=batch.end))
         checkpoint = self._with_failures(checkpoint)
         self._save(checkpoint)
