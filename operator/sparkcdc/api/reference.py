@@ -10,6 +10,7 @@ import re
 import sys
 from typing import Any
 
+from sparkcdc.api.reference_notes import KEYS_AND_REFERENCES_MARKDOWN
 from sparkcdc.api.resource import API_VERSION, KIND, SHORT_NAMES
 from sparkcdc.api.spec import CdcPipelineSpec
 from sparkcdc.api.status import CdcPipelineStatus
@@ -155,6 +156,7 @@ def render_reference_markdown() -> str:
         out.append("\n\n".join(writer.sections))
         out.append("")
     out.append(TYPE_MAPPING_MARKDOWN)
+    out.append(KEYS_AND_REFERENCES_MARKDOWN)
     return "\n".join(header + out).rstrip() + "\n"
 
 

@@ -82,8 +82,18 @@ class SnapshotSpec(ApiModel):
     chunk_key_columns: dict[TableName, ColumnList] = Field(
         default_factory=dict,
         max_length=1024,
-        description='Split key columns per table, keyed by "db.table"; default: the first primary-key '
-        "column.",
+        description='Split key columns per table, keyed by "db.table"; default: the primary key, else '
+        "the narrowest unique NOT NULL key. Any columns may be named, also of a table without a key: "
+        "when they are not a unique NOT NULL key, rows are identified in the sink by the chunk key "
+        "followed by sinkKeyColumns, or by the table's primary key, or else by all columns "
+        "(docs/reference.md, tables without a primary key).",
+    )
+    sink_key_columns: dict[TableName, ColumnList] = Field(
+        default_factory=dict,
+        max_length=1024,
+        description='Columns that identify a row in the sink, per "db.table", for a table without a '
+        "primary key or unique NOT NULL key; the target's key is the chunk key followed by these. "
+        "Default: all columns.",
     )
     even_distribution_factor: DistributionFactor = Field(
         default_factory=DistributionFactor,
@@ -274,6 +284,9 @@ class CdcPipelineSpec(ApiModel):
                 raise SpecError(
                     "table is not among source.tables", loc=("snapshot", "chunkKeyColumns", table)
                 )
+        for table in self.snapshot.sink_key_columns:
+            if not _captured(table, entries):
+                raise SpecError("table is not among source.tables", loc=("snapshot", "sinkKeyColumns", table))
         if isinstance(self.sink, DeltaSink):
             for table in self.sink.partition_by:
                 if not _captured(table, entries):

@@ -50,6 +50,9 @@ class TableSchema:
     row_key: tuple[str, ...]
     # Where the sink writes the table (core/routing.py); None: under its own name.
     target: SinkTarget | None = None
+    # False when ``row_key`` is not a key of the source table (spec.snapshot.sinkKeyColumns, or
+    # all columns): identical rows are then one row in the sink (docs/reference.md).
+    row_key_unique: bool = True
 
     @property
     def sink_name(self) -> str:
@@ -177,8 +180,47 @@ def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 def _no_key_error(table: TableId) -> SourceError:
     return SourceError(
         f"table {table} has no primary key and no unique NOT NULL key, so it cannot be split into chunks; "
-        f'add a primary key or set spec.snapshot.chunkKeyColumns["{table}"] to a unique NOT NULL column'
+        f'add a primary key, or set spec.snapshot.chunkKeyColumns["{table}"] to columns to split it on '
+        f'(and spec.snapshot.sinkKeyColumns["{table}"] to the columns that identify a row, else all '
+        "columns do)"
     )
+
+
+# Columns a full-row identity cannot include: not comparable exactly, or not allowed in a key.
+_NO_IDENTITY = {Family.FLOAT, Family.DOUBLE, Family.JSON, Family.GEOMETRY}
+_LOB = {"tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def _identity(
+    table: TableId,
+    columns: dict[str, Column],
+    chunk: tuple[str, ...],
+    table_key: tuple[str, ...],
+    sink_key: Sequence[str] | None,
+) -> tuple[tuple[str, ...], bool]:
+    """(row_key, unique) for a chunk key that is not a unique key: the chunk key first (splits
+    are rewritten by range, and the backfill merge matches keys by prefix), then the sink key,
+    the table's own key, or every other column."""
+    field = f'spec.snapshot.sinkKeyColumns["{table}"]'
+    if sink_key and not table_key:
+        bad = [c for c in sink_key if c not in columns or columns[c].nullable]
+        if bad:
+            raise SourceError(
+                f"{field} names column {bad[0]!r}, which table {table} does not have or which may be "
+                f"NULL; name NOT NULL columns of {', '.join(columns)}"
+            )
+        return chunk + tuple(c for c in sink_key if c not in chunk), False
+    if table_key:
+        return chunk + tuple(c for c in table_key if c not in chunk), True
+    for col in columns.values():
+        if col.nullable or col.family in _NO_IDENTITY or col.data_type in _LOB:
+            why = "may be NULL" if col.nullable else f"is {col.column_type}"
+            raise SourceError(
+                f"table {table} has no primary key or unique NOT NULL key, and its rows cannot be "
+                f"identified by all their columns in the sink (column {col.name!r} {why}); set {field} "
+                "to NOT NULL columns that identify a row"
+            )
+    return chunk + tuple(c for c in columns if c not in chunk), False
 
 
 def _choose_keys(
@@ -186,8 +228,9 @@ def _choose_keys(
     columns: dict[str, Column],
     unique: dict[str, list[str]],
     override: Sequence[str] | None,
-) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(primary_key, row_key, chunk_key)."""
+    sink_key: Sequence[str] | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]:
+    """(primary_key, row_key, chunk_key, row_key_unique)."""
     primary = tuple(unique.get("PRIMARY", ()))
     usable = {
         name: tuple(cols)
@@ -195,6 +238,7 @@ def _choose_keys(
         if name != "PRIMARY" and all(not columns[c].nullable for c in cols)
     }
     field = f'spec.snapshot.chunkKeyColumns["{table}"]'
+    row_unique = True
     if override:
         wanted = tuple(override)
         missing = [c for c in wanted if c not in columns]
@@ -208,12 +252,12 @@ def _choose_keys(
         else:
             keys = ([primary] if primary else []) + list(usable.values())
             matches = [k for k in keys if set(k) == set(wanted)]
-            if not matches or any(columns[c].nullable for c in wanted):
-                raise SourceError(
-                    f"{field} is {list(wanted)}, which is neither a unique NOT NULL key of {table} nor a "
-                    "prefix of its primary key; name the columns of such a key"
-                )
-            row_key = chunk_key = wanted
+            chunk_key = wanted
+            if matches and not any(columns[c].nullable for c in wanted):
+                row_key = wanted
+            else:
+                table_key = keys[0] if keys else ()
+                row_key, row_unique = _identity(table, columns, wanted, table_key, sink_key)
     elif primary:
         row_key = chunk_key = primary
     elif usable:
@@ -227,11 +271,14 @@ def _choose_keys(
                 f"table {table} would be split on column {name!r} of type {columns[name].column_type}, which "
                 f"the chunk queries cannot order reliably; set {field} to another unique NOT NULL key"
             )
-    return primary, row_key, chunk_key
+    return primary, row_key, chunk_key, row_unique
 
 
 def load_table_schema(
-    conn: Any, table: TableId, chunk_key_override: Sequence[str] | None = None
+    conn: Any,
+    table: TableId,
+    chunk_key_override: Sequence[str] | None = None,
+    sink_key_override: Sequence[str] | None = None,
 ) -> TableSchema:
     """The schema of ``table``; raises ``SourceError`` when it is missing or cannot be chunked."""
     rows = _fetch(conn, _COLUMNS_SQL, (table.database, table.table))
@@ -244,11 +291,14 @@ def load_table_schema(
     unique: dict[str, list[str]] = {}
     for index_name, _seq, column_name in _fetch(conn, _INDEXES_SQL, (table.database, table.table)):
         unique.setdefault(_text(index_name), []).append(_text(column_name))
-    primary, row_key, chunk_key = _choose_keys(table, columns, unique, chunk_key_override)
+    primary, row_key, chunk_key, row_key_unique = _choose_keys(
+        table, columns, unique, chunk_key_override, sink_key_override
+    )
     return TableSchema(
         table=table,
         columns=tuple(columns.values()),
         primary_key=primary,
         chunk_key=chunk_key,
         row_key=row_key,
+        row_key_unique=row_key_unique,
     )

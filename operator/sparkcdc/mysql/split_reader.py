@@ -124,6 +124,21 @@ def apply_backfill(
     return pa.concat_tables([kept, upserts]), touching
 
 
+def distinct_by_row_key(schema: TableSchema, data: pa.Table) -> pa.Table:
+    """``data`` with one row per row key. Only a row key that is not a source key (a full-row
+    identity, or sinkKeyColumns) can repeat: identical rows are one row in the sink
+    (docs/reference.md, tables without a primary key), and the target's key would refuse two."""
+    if schema.row_key_unique or data.num_rows < 2:
+        return data
+    columns = [data[c].to_pylist() for c in schema.row_key]
+    first: dict[Key, int] = {}
+    for index, key in enumerate(zip(*columns, strict=True)):
+        first.setdefault(key, index)
+    if len(first) == data.num_rows:
+        return data
+    return data.take(pa.array(sorted(first.values()), type=pa.int64()))
+
+
 class SplitReader:
     """Reads splits one after another over one source connection.
 
@@ -177,6 +192,7 @@ class SplitReader:
             self.close()
             raise
         rows_read = data.num_rows
+        data = distinct_by_row_key(schema, data)
         if not high > low:  # nothing was logged while the chunk was read: no backfill to read
             return SplitReadResult(data, low, high, rows_read, 0)
         events = list(read_changes(cfg, self._server_id, low, high, {schema.table: schema}))

@@ -107,9 +107,12 @@ def discover_tables(runtime: PipelineRuntime, conn: Any) -> dict[TableId, TableS
     collisions = find_collisions(targets)
     if collisions:
         raise SourceError(collisions[0].message())
-    overrides = spec.snapshot.chunk_key_columns
+    overrides, sink_keys = spec.snapshot.chunk_key_columns, spec.snapshot.sink_key_columns
     schemas = {
-        t: replace(load_table_schema(conn, t, overrides.get(str(t))), target=targets[t]) for t in chosen
+        t: replace(
+            load_table_schema(conn, t, overrides.get(str(t)), sink_keys.get(str(t))), target=targets[t]
+        )
+        for t in chosen
     }
     if keeps_zero_dates(spec.sink.type, getattr(spec.sink, "scheme", None)):
         schemas = {t: keep_zero_dates(s) for t, s in schemas.items()}

@@ -170,7 +170,9 @@ class SchemaTracker:
     def _evolve(self, conn: Any, entry: TableDdl) -> Evolution:
         old = self._schemas[entry.table]
         override = self._overrides.get(str(entry.table))
-        new = replace(load_table_schema(conn, entry.table, override), target=old.target)
+        # A row key that is not a source key (sinkKeyColumns, or all columns) stays what it was.
+        sink_key = None if old.row_key_unique else old.row_key
+        new = replace(load_table_schema(conn, entry.table, override, sink_key), target=old.target)
         if any(c.zero_dates for c in old.columns):
             new = keep_zero_dates(new)  # the sink stores zero dates (zero_dates.py)
         if new.row_key != old.row_key or new.chunk_key != old.chunk_key:

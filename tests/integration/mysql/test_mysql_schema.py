@@ -60,7 +60,9 @@ def test_no_primary_key_and_no_unique_key_is_refused(mariadb: MariaDBServer, con
         load_table_schema(conn, TableId("shop", "logs"))
     assert str(caught.value) == (
         "table shop.logs has no primary key and no unique NOT NULL key, so it cannot be split into chunks; "
-        'add a primary key or set spec.snapshot.chunkKeyColumns["shop.logs"] to a unique NOT NULL column'
+        'add a primary key, or set spec.snapshot.chunkKeyColumns["shop.logs"] to columns to split it on '
+        '(and spec.snapshot.sinkKeyColumns["shop.logs"] to the columns that identify a row, else all '
+        "columns do)"
     )
 
 
@@ -94,7 +96,36 @@ def test_chunk_key_override(mariadb: MariaDBServer, fresh_db: str, conn: Any) ->
     assert prefix.chunk_key == ("t",) and prefix.row_key == ("t", "id") and not prefix.chunk_key_is_unique
     with pytest.raises(SourceError, match=r"names column 'nope', which table .* does not have"):
         load_table_schema(conn, table, ["nope"])
-    with pytest.raises(SourceError, match=r"is \['x'\], which is neither a unique NOT NULL key"):
-        load_table_schema(conn, table, ["x"])
+    # A non-unique chunk key of a keyed table: rows stay identified by the primary key.
+    other = load_table_schema(conn, table, ["x"])
+    assert (other.chunk_key, other.row_key, other.row_key_unique) == (("x",), ("x", "t", "id"), True)
     with pytest.raises(SourceError, match=r"would be split on column 'e' of type enum\('a'\)"):
         load_table_schema(conn, table, ["e"])
+
+
+def test_keyless_table_with_a_non_unique_chunk_key(mariadb: MariaDBServer, fresh_db: str, conn: Any) -> None:
+    """Flink CDC's products_no_pk: no key at all, chunk key ``type``."""
+    mariadb.execute(
+        f"CREATE TABLE `{fresh_db}`.products_no_pk (id INT NOT NULL, type VARCHAR(20) NOT NULL, "
+        "name VARCHAR(255) NOT NULL, weight DECIMAL(10,3) NOT NULL)"
+    )
+    table = TableId(fresh_db, "products_no_pk")
+    full = load_table_schema(conn, table, ["type"])
+    assert full.chunk_key == ("type",) and full.row_key == ("type", "id", "name", "weight")
+    assert not full.row_key_unique and full.primary_key == ()
+    chosen = load_table_schema(conn, table, ["type"], ["id"])
+    assert chosen.row_key == ("type", "id") and not chosen.row_key_unique
+    with pytest.raises(SourceError, match=r'sinkKeyColumns\["[^"]+"\] names column \'nope\''):
+        load_table_schema(conn, table, ["type"], ["nope"])
+
+
+def test_keyless_table_without_a_full_row_identity_names_sink_key_columns(
+    mariadb: MariaDBServer, fresh_db: str, conn: Any
+) -> None:
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.notes (id INT NOT NULL, body TEXT NOT NULL, at DATETIME)")
+    table = TableId(fresh_db, "notes")
+    with pytest.raises(SourceError) as caught:
+        load_table_schema(conn, table, ["id"])
+    assert "column 'body' is text" in str(caught.value)
+    assert f'set spec.snapshot.sinkKeyColumns["{table}"] to NOT NULL columns' in str(caught.value)
+    assert load_table_schema(conn, table, ["id"], ["id"]).row_key == ("id",)
