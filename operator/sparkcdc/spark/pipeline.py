@@ -8,7 +8,6 @@ and records their high watermarks in the checkpoint only after the sink committe
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -18,17 +17,15 @@ from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, decode, enco
 from sparkcdc.core.event_filter import start_offset
 from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
-from sparkcdc.core.routing import excluded, find_collisions
 from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.splits import SnapshotSplit
-from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
+from sparkcdc.core.tables import TableId
 from sparkcdc.core.waves import WaveSizer
 from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
-from sparkcdc.mysql.schema import TableSchema, load_table_schema
-from sparkcdc.mysql.zero_dates import keep_zero_dates, keeps_zero_dates
+from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import start_fenced
 from sparkcdc.sinks.targets import sink_schemas
 from sparkcdc.spark.binlog_lost import (
@@ -41,6 +38,7 @@ from sparkcdc.spark.binlog_lost import (
     source_binlog_files,
 )
 from sparkcdc.spark.catchup import catchup_settings
+from sparkcdc.spark.discovery import discover_tables, server_id_range
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order, plan_table, tail_splits
 from sparkcdc.spark.runtime import PipelineRuntime
@@ -67,57 +65,6 @@ def _without_failed_tables(runtime: PipelineRuntime, checkpoint: Checkpoint | No
         return runtime
     spec = runtime.pipeline.spec.model_copy(update={"source": source.model_copy(update={"tables": kept})})
     return replace(runtime, pipeline=runtime.pipeline.model_copy(update={"spec": spec}))
-
-
-def default_server_ids(namespace: str, name: str, size: int) -> tuple[int, int]:
-    """A stable id range for a pipeline whose spec names none, away from common replica ids."""
-    slot = zlib.crc32(f"{namespace}/{name}".encode()) % 100_000
-    start = 1_000_000 + slot * 64
-    return start, start + max(1, size) - 1
-
-
-def server_id_range(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> tuple[int, int]:
-    spec = runtime.pipeline.spec
-    configured = spec.source.server_id_range()
-    if configured is not None:
-        return configured
-    if checkpoint is not None and checkpoint.server_ids is not None:
-        return checkpoint.server_ids
-    meta = runtime.pipeline.metadata
-    return default_server_ids(meta.namespace or "default", meta.name, spec.snapshot.parallelism + 1)
-
-
-def discover_tables(runtime: PipelineRuntime, conn: Any) -> dict[TableId, TableSchema]:
-    """The captured tables and their schemas, each with its sink target (core/routing.py); fails
-    before anything is read or written, also when two tables would share a target by accident."""
-    spec = runtime.pipeline.spec
-    available = list_tables(conn)
-    chosen = [
-        t for t in select_tables(spec.source.tables, available) if not excluded(t, spec.source.exclude_tables)
-    ]
-    for entry in spec.source.tables:
-        if not is_table_pattern(entry) and TableId.parse(entry) not in available:
-            raise SourceError(
-                f"table {entry} named in spec.source.tables does not exist on the source "
-                f"{runtime.source.host}:{runtime.source.port} (or user {runtime.source.user!r} cannot see it)"
-            )
-        if is_table_pattern(entry) and not select_tables([entry], available):
-            raise SourceError(f"spec.source.tables entry {entry!r} matches no table on the source")
-    targets = spec.routing().targets(chosen)
-    collisions = find_collisions(targets)
-    if collisions:
-        raise SourceError(collisions[0].message())
-    overrides, sink_keys = spec.snapshot.chunk_key_columns, spec.snapshot.sink_key_columns
-    schemas = {
-        t: replace(
-            load_table_schema(conn, t, overrides.get(str(t)), sink_keys.get(str(t))), target=targets[t]
-        )
-        for t in chosen
-    }
-    if keeps_zero_dates(spec.sink.type, getattr(spec.sink, "scheme", None)):
-        schemas = {t: keep_zero_dates(s) for t, s in schemas.items()}
-    sink_schemas(schemas.values())  # merged tables must agree on their columns
-    return schemas
 
 
 class PipelineDriver:

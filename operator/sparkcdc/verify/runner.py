@@ -38,7 +38,7 @@ from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.targets import comparable
-from sparkcdc.spark.pipeline import default_server_ids, discover_tables, server_id_range
+from sparkcdc.spark.discovery import default_server_ids, discover_tables, server_id_range
 from sparkcdc.spark.planning import plan_table
 from sparkcdc.spark.runtime import PipelineRuntime
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave

@@ -217,7 +217,7 @@ def test_stop_at_returns_once_committed() -> None:
 
 
 def test_live_reader_id_is_the_end_of_the_range() -> None:
-    from sparkcdc.spark.pipeline import default_server_ids
+    from sparkcdc.spark.discovery import default_server_ids
 
     start, end = default_server_ids("default", "shop", 4 + 1)
     tasks = list(range(start, end + 1))[:4]
