@@ -41,6 +41,7 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import canonical_value
+from sparkcdc.mysql.zero_dates import rendered_text
 
 __all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "native_eligible"]
 
@@ -73,8 +74,7 @@ def decoder_path() -> Path | None:
 
 
 def _column_ok(column: Column) -> bool:
-    if column.family is Family.GEOMETRY or column.zero_dates:
-        # Not rendered as canonical_value expects (the decoder's zero dates are not MySQL's text).
+    if column.family is Family.GEOMETRY:
         return False
     if column.family in (Family.STRING, Family.JSON):
         return column.data_type.lower() in _TEXT_TYPES
@@ -118,6 +118,8 @@ def _converter(column: Column) -> Callable[[Any], Any]:
     """``canonical_value`` for the decoder's rendering of one column; the common families take a
     shortcut to the value ``canonical_value`` would return (the type-table test holds them to it)."""
     family = column.family
+    if column.zero_dates:  # MySQL's text, zero dates included (zero_dates.py)
+        return lambda v: None if v is None else rendered_text(column, v)
     if _is_utf8_text(column):
         return _same  # already the decoded text
     if family is Family.INTEGER and not column.unsigned:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from typing import TYPE_CHECKING, Any
 
 from sparkcdc.mysql.columns import Column, Family
@@ -25,7 +26,7 @@ from sparkcdc.mysql.columns import Column, Family
 if TYPE_CHECKING:
     from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["TEMPORAL", "keep_zero_dates", "keeps_zero_dates", "temporal_text", "zero_text"]
+__all__ = ["TEMPORAL", "keep_zero_dates", "keeps_zero_dates", "rendered_text", "temporal_text", "zero_text"]
 
 TEMPORAL = frozenset({Family.DATE, Family.DATETIME, Family.TIMESTAMP})
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -90,3 +91,20 @@ def temporal_text(column: Column, value: Any) -> str:
     if isinstance(value, dt.date):
         return _from_datetime(column, value)
     raise TypeError(f"column {column.name!r}: no date text for {type(value).__name__} {value!r}")
+
+
+_RENDERED = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?)?")
+
+
+def rendered_text(column: Column, value: str) -> str:
+    """MySQL's text for a date the Go catch-up decoder rendered (go-mysql's printing: the fields as
+    stored, zero ones included, TIMESTAMP in UTC with the zero TIMESTAMP as all zeros), reprinted
+    with the column's own fractional digits so it equals what the snapshot and the Python decoder
+    give for the same value."""
+    match = _RENDERED.fullmatch(value.strip())
+    if match is None:
+        raise ValueError(f"column {column.name!r}: the decoder rendered {value!r}, not a date")
+    year, month, day, hour, minute, second, fraction = match.groups()
+    clock = (int(hour or 0), int(minute or 0), int(second or 0))
+    micros = int((fraction or "").ljust(6, "0"))
+    return zero_text(column, int(year), int(month), int(day), clock, micros)

@@ -23,6 +23,7 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_native import DECODER_ENV, decode_range, decoder_path, native_eligible
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.mysql.zero_dates import keep_zero_dates
 from sparkcdc.spark.catchup import RangeContext, RangeResult, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
 
@@ -48,9 +49,11 @@ def _read(cfg: SourceConfig, schema: TableSchema, window: CatchupRange, native: 
     return read_range(context, window, 4201 if native else 4202)
 
 
+@pytest.mark.parametrize("zero_dates", [False, True], ids=["dates", "zero-date-text"])
 def test_go_decoder_reduces_the_type_table_like_python(
-    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path, zero_dates: bool
 ) -> None:
+    """Also with the date columns flagged for a MySQL target (MySQL's text, zero dates kept)."""
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`types`"
     mariadb.execute(DDL.replace(", g GEOMETRY NULL", "").format(t=table))
@@ -63,6 +66,9 @@ def test_go_decoder_reduces_the_type_table_like_python(
     mariadb.execute(f"DELETE FROM {table} WHERE id IN (2, 101, 10121)")
     stop = binlog_offset(mariadb)
     schema = _schema(cfg, TableId(fresh_db, "types"))
+    if zero_dates:
+        schema = keep_zero_dates(schema)
+        assert any(c.zero_dates for c in schema.columns)
     assert native_eligible(cfg, {schema.table: schema})
     assert not native_eligible(source_config, {schema.table: schema})  # TLS possible: Python
 
