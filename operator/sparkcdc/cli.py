@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--exit-when-caught-up",
         action="store_true",
         help="exit 0 once the snapshot is done and the binlog reader has reached the source position "
-        "observed at that moment, with everything committed",
+        "observed at that moment, with everything committed (4 when tables failed meanwhile: "
+        "docs/operations.md)",
     )
     run.set_defaults(func=_cmd_run)
 

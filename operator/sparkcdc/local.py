@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,9 +17,14 @@ from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
 from sparkcdc.spark.session import create_context, create_session, delta_conf, local_master
+from sparkcdc.spark.table_failures import failed_tables
 from sparkcdc.state.file_store import FileCheckpointStore
 
 log = logging.getLogger(__name__)
+
+# The run ended (caught up, stopped or snapshot-only done) with tables stopped while the others
+# went on (spark/table_failures.py, unsupported DDL, vanished tables): docs/operations.md.
+TABLES_FAILED = 4
 
 
 def runtimes_of(manifest: Manifest) -> list[PipelineRuntime]:
@@ -54,12 +60,13 @@ def run_local(manifest: Manifest, state_dir: Path, *, exit_when_caught_up: bool)
         spark = LazySession(lambda: create_context("sparkcdc-local", master))
     stop = threading.Event()
     errors: list[BaseException] = []
+    failed: list[str] = []  # "pipeline: message" of every failed table
     try:
         with RichProgress() as display:
             threads = [
                 threading.Thread(
                     target=_run_guarded,
-                    args=(r, state_dir, spark, display, exit_when_caught_up, stop, errors),
+                    args=(r, state_dir, spark, display, exit_when_caught_up, stop, errors, failed),
                     name=f"pipeline-{r.name}",
                     daemon=True,
                 )
@@ -80,7 +87,9 @@ def run_local(manifest: Manifest, state_dir: Path, *, exit_when_caught_up: bool)
         spark.stop()
     if errors:
         raise errors[0]
-    return 0
+    for line in failed:
+        print(f"sparkcdc: {line}", file=sys.stderr)
+    return TABLES_FAILED if failed else 0
 
 
 def _run_guarded(
@@ -91,6 +100,7 @@ def _run_guarded(
     exit_when_caught_up: bool,
     stop: threading.Event,
     errors: list[BaseException],
+    failed: list[str],
 ) -> None:
     listener = display.listener(runtime.name)
     listener.message(f"source {runtime.source.address} → sink {runtime.sink.describe()}")
@@ -101,6 +111,8 @@ def _run_guarded(
         driver = PipelineDriver(runtime, store, spark, listener, fence=lambda: store.next_fence(key))
         driver.run(exit_when_caught_up=exit_when_caught_up, should_stop=stop.is_set)
         listener.message("caught up" if exit_when_caught_up else "stopped")
+        for table, error in sorted(failed_tables(driver.load_checkpoint()).items()):
+            failed.append(f"pipeline {runtime.name}: {error or f'table {table} failed'}")
     except BaseException as err:
         errors.append(err)
         stop.set()

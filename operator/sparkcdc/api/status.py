@@ -54,6 +54,13 @@ class DriverStatus(StatusModel):
     )
 
 
+class FailedTable(StatusModel):
+    """A captured table that stopped while the others go on."""
+
+    table: str = Field(description='The table, "db.table".')
+    error: str = Field(default="", description="Why it stopped (statement, column) and how to resnapshot it.")
+
+
 class Progress(StatusModel):
     """Progress reported by the driver with each checkpoint."""
 
@@ -75,6 +82,11 @@ class Progress(StatusModel):
     )
     tables: int = Field(default=0, description="Tables captured.")
     warnings: list[str] = Field(default_factory=list, description="Conditions worth a look, newest last.")
+    failed_tables: list[FailedTable] = Field(
+        default_factory=list,
+        description="Tables that stopped (rows the sink refused, undecodable rows, unsupported DDL) while "
+        "the others go on; they stay stopped until resnapshotted (resnapshotNonce, resnapshotTables).",
+    )
 
     @model_serializer(mode="wrap")
     def _with_display(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:

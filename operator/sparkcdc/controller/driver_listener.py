@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from sparkcdc.api.status import Progress
+from sparkcdc.api.status import FailedTable, Progress
 from sparkcdc.core.checkpoint import Checkpoint, Phase
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
@@ -118,6 +118,7 @@ class DriverProgress(PipelineListener):
         self._tables: set[TableId] = set()
         # Conditions worth a look, newest last: failed tables stay failed across restarts.
         self._warnings: list[str] = []
+        self._failed: dict[TableId, str] = {}  # status.progress.failedTables
         if checkpoint is not None:
             for table, infos in checkpoint.finished.items():
                 self._rows[table] = sum(i.rows for i in infos)
@@ -125,6 +126,7 @@ class DriverProgress(PipelineListener):
             self._warnings = [
                 s.error for s in checkpoint.tables.values() if s.phase is Phase.FAILED and s.error
             ]
+            self._failed = {t: s.error for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
         self._events = events_applied
         self._lag: float | None = None
         self._offset: BinlogOffset | None = None
@@ -142,6 +144,10 @@ class DriverProgress(PipelineListener):
         kept = [w for w in self._warnings if w != text][-(MAX_WARNINGS - 1) :]
         self._warnings = [*kept, text]
         self._push()
+
+    def table_failed(self, table: TableId, message: str) -> None:
+        self._failed[table] = message
+        self.warning(message)  # pushes
 
     def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
         self._totals, self._finished = dict(totals), dict(finished)
@@ -209,6 +215,7 @@ class DriverProgress(PipelineListener):
             source=self._source,
             tables=len(self._tables),
             warnings=list(self._warnings),
+            failed_tables=[FailedTable(table=str(t), error=e) for t, e in sorted(self._failed.items())],
         )
 
     def _set_split_gauges(self, table: TableId) -> None:

@@ -137,6 +137,19 @@ class ReferentialPlan:
         """The tables that cascades write (children at any level)."""
         return {h.table for ts in self._templates.values() for t in ts for h in t.path}
 
+    def linked(self, table: TableId) -> set[TableId]:
+        """``table`` and every table the followed actions connect it with, at any distance: a
+        failed parent's events are dropped, so its children would miss their cascades."""
+        groups = [{root, *(h.table for h in t.path)} for root, ts in self._templates.items() for t in ts]
+        found, grew = {table}, True
+        while grew:
+            grew = False
+            for group in groups:
+                if group & found and not group <= found:
+                    found |= group
+                    grew = True
+        return found
+
     def cascades(self, event: ChangeEvent) -> list[Cascade]:
         """The predicate writes that ``event`` implies, in the order the sink must run them
         (deepest first: a level's predicate reads the level above, so that goes after)."""

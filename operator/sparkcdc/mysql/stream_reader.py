@@ -19,6 +19,7 @@ Started without one, it reports none rather than a partial position.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -28,6 +29,7 @@ from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.table_errors import redact
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_connection import ServerIdClashError, SourceChangedError, StoppedError
 from sparkcdc.mysql.binlog_reader import (
@@ -41,7 +43,11 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["SchemaInUse", "StreamItem", "StreamingChangeReader", "project_schema"]
+__all__ = ["SchemaInUse", "StreamItem", "StreamingChangeReader", "UndecodableRows", "project_schema"]
+
+# What decoding one row event's values raises (the event's bytes are already read, so the stream
+# goes on after it); connection and server errors are not among these.
+_DECODE_ERRORS = (ArithmeticError, LookupError, NotImplementedError, TypeError, ValueError, struct.error)
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,17 @@ class SchemaInUse:
     schema: TableSchema
 
 
-StreamItem = ChangeEvent | BinlogOffset | DdlStatement | SchemaInUse
+@dataclass(frozen=True)
+class UndecodableRows:
+    """A row event of ``table`` at ``offset`` could not be decoded; the table's rows are not
+    decoded any more (spark/table_failures.py fails it). ``detail`` holds no values."""
+
+    table: TableId
+    offset: BinlogOffset
+    detail: str
+
+
+StreamItem = ChangeEvent | BinlogOffset | DdlStatement | SchemaInUse | UndecodableRows
 
 
 def project_schema(schema: TableSchema, names: list[str]) -> TableSchema:
@@ -164,7 +180,7 @@ class StreamingChangeReader(BinlogChangeReader):
                         yield from self._notices
                         self._notices.clear()
                 elif isinstance(event, RowsEvent):
-                    yield from self._changes(event, position)
+                    yield from self._decoded(event, position)
                 elif isinstance(event, (XidEvent, RotateEvent, HeartbeatLogEvent, *OUTSIDE_TRANSACTIONS)):
                     yield gtids.at(position)
                 elif isinstance(event, QueryEvent):
@@ -181,6 +197,18 @@ class StreamingChangeReader(BinlogChangeReader):
             raise self._stream_error(exc, start) from None
         finally:
             self.close()
+
+    def _decoded(self, event: RowsEvent, position: BinlogOffset) -> Iterator[ChangeEvent | UndecodableRows]:
+        """The event's changes, all or none: a value that cannot be decoded stops its table only."""
+        try:
+            changes = list(self._changes(event, position))
+        except _DECODE_ERRORS as exc:
+            table = TableId(str(event.schema), str(event.table))
+            self.set_schema(table, None)
+            detail, _ = redact(f"{type(exc).__name__}: {exc}")
+            yield UndecodableRows(table, position, detail)
+            return
+        yield from changes
 
 
 class _GtidPosition:

@@ -15,6 +15,8 @@ from sparkcdc.core.fence import Fence
 from sparkcdc.core.microbatch import ChangelogRecord, TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.core.table_errors import DataError
+from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "SinkConfig",
     "SinkError",
     "TableChanges",
+    "TableDataError",
     "start_fenced",
     "writes_in_driver",
 ]
@@ -31,6 +34,19 @@ __all__ = [
 
 class SinkError(RuntimeError):
     """A sink refused a write; the message names the table and what to do."""
+
+
+class TableDataError(SinkError):
+    """The sink refused one table's rows (core/table_errors.py): that table stops, not the run.
+    Nothing of the refused write was committed."""
+
+    def __init__(self, message: str, table: TableId, error: DataError, statement: str) -> None:
+        super().__init__(message)
+        self.table, self.error, self.statement = table, error, statement
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled from Spark tasks and threads like any exception: with its fields.
+        return (type(self), (str(self), self.table, self.error, self.statement))
 
 
 class Sink(Protocol):

@@ -27,9 +27,10 @@ from sparkcdc.core.cascades import Cascade
 from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.core.table_errors import DataError, classify
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import Sink, SinkError, TableChanges
+from sparkcdc.sinks.base import Sink, SinkError, TableChanges, TableDataError
 from sparkcdc.sinks.cascade_sql import cascade_statements
 from sparkcdc.sinks.dialects import Dialect, dialect_for
 from sparkcdc.sinks.evolution import AddedColumn, alter_statements, existing_columns
@@ -75,6 +76,7 @@ class JdbcSink(Sink):
         self._dialect: Dialect = dialect_for(config.scheme, config.batch_rows)
         self._conn = self._dialect.connect(config)
         self._shared: Any = None  # the open cursor of batch_transaction, if any
+        self._statement = ""  # what the open transaction runs now, for TableDataError messages
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         with self._transaction() as cur:
@@ -99,7 +101,9 @@ class JdbcSink(Sink):
             began = time.monotonic()
             try:
                 with self._transaction(schema, fenced=True) as cur:
+                    self._statement = f"DELETE of split {split.split_id}'s key range"
                     self._dialect.delete_range(cur, schema, split.start, split.end)
+                    self._statement = f"INSERT of split {split.split_id}'s rows"
                     self._dialect.write_table(cur, schema, data)
                 return
             except SinkError as err:
@@ -118,9 +122,11 @@ class JdbcSink(Sink):
             # upserted keys need no DELETE: one statement per rows instead of two, and no gap locks.
             upsert = bool(changes.upserts) and self._dialect.can_upsert(cur, schema)
             doomed = list(changes.deletes) + ([] if upsert else list(changes.upserts))
+            self._statement = "DELETE of a binlog batch's rows"
             for chunk in _chunks(doomed, self._config.batch_rows):
                 pred = key_in_list_predicate(key, len(chunk), self._dialect.quote)
                 cur.execute(f"DELETE FROM {target} WHERE {pred}", [v for k in chunk for v in k])
+            self._statement = f"{'upsert' if upsert else 'INSERT'} of a binlog batch's row images"
             if upsert:
                 self._dialect.upsert_rows(cur, schema, list(changes.upserts.values()))
             elif changes.upserts:
@@ -197,12 +203,10 @@ class JdbcSink(Sink):
             raise
         except Exception as err:
             self._rollback_quietly()
-            where = f" writing {schema.table}" if schema is not None else ""
-            raise SinkError(
-                f"the sink {self._config.describe()} failed{where}: {self._dialect.describe_error(err)}"
-            ) from err
+            raise self._error(err, schema) from err
         finally:
             cur.close()
+            self._statement = ""
 
     def _in_shared(self, schema: TableSchema | None) -> Iterator[Any]:
         # Part of batch_transaction: its owner commits or rolls back the whole.
@@ -211,10 +215,24 @@ class JdbcSink(Sink):
         except SinkError:
             raise
         except Exception as err:
-            where = f" writing {schema.table}" if schema is not None else ""
-            raise SinkError(
-                f"the sink {self._config.describe()} failed{where}: {self._dialect.describe_error(err)}"
-            ) from err
+            raise self._error(err, schema) from err
+
+    def _error(self, err: Exception, schema: TableSchema | None) -> SinkError:
+        """A ``TableDataError`` when ``err`` is about ``schema``'s rows (core/table_errors.py),
+        else the ``SinkError`` that stops the run."""
+        data = _data_error(err) if schema is not None and self._statement else None
+        if schema is not None and data is not None:
+            return TableDataError(
+                f"the sink {self._config.describe()} refused the {self._statement} into "
+                f"{schema.sink_name}: {data.describe()}",
+                schema.table,
+                data,
+                self._statement,
+            )
+        where = f" writing {schema.table}" if schema is not None else ""
+        return SinkError(
+            f"the sink {self._config.describe()} failed{where}: {self._dialect.describe_error(err)}"
+        )
 
     def _rollback_quietly(self) -> None:
         # The connection may already be gone; the write is undone either way.
@@ -235,6 +253,19 @@ _CLAIM_ATTEMPTS = 20
 def _mysql_code(err: BaseException | None) -> object:
     args: tuple[Any, ...] = getattr(err, "args", ())
     return args[0] if args else None
+
+
+def _data_error(err: BaseException) -> DataError | None:
+    """The data error ``err`` is (a MySQL error number, or a PostgreSQL SQLSTATE), if any."""
+    args: tuple[Any, ...] = getattr(err, "args", ())
+    if len(args) >= 2 and isinstance(args[0], int):
+        return classify(args[0], None, str(args[1]))
+    state = getattr(err, "sqlstate", None)
+    if isinstance(state, str):
+        diag = getattr(err, "diag", None)
+        text = getattr(diag, "message_primary", None) or str(err)
+        return classify(None, state, str(text), getattr(diag, "column_name", None))
+    return None
 
 
 def _is_lock_conflict(err: BaseException | None) -> bool:

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkcdc.api.spec import CdcPipelineSpec
@@ -52,11 +52,11 @@ from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import binlog_files, current_offset
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
+from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader, UndecodableRows
 from sparkcdc.sinks.base import Sink
-from sparkcdc.sinks.targets import sink_changes, sink_schema
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.session import in_driver_choice, takes_jobs, warm_up
+from sparkcdc.spark.table_failures import StreamFailures, decode_failure_message
 
 __all__ = [
     "IN_DRIVER_ENV",
@@ -116,6 +116,8 @@ class RangeResult:
     changes: dict[TableId, BackfillChanges]
     schemas: dict[TableId, TableSchema]  # the definition each table's rows were decoded with
     seconds: float = 0.0  # the task's own time for the range (the log tells it from Spark's)
+    # Tables with a row event that could not be decoded: offset and detail (table_failures.py).
+    undecodable: dict[TableId, UndecodableRows] = field(default_factory=dict)
 
 
 def read_range(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult:
@@ -145,6 +147,7 @@ def _read_python(context: RangeContext, window: CatchupRange, server_id: int) ->
     reader = StreamingChangeReader(context.source, server_id, context.schemas, blocking=False)
     reducer = RangeReducer({t: s.row_key for t, s in context.schemas.items()})
     in_use: dict[TableId, TableSchema] = {}
+    undecodable: dict[TableId, UndecodableRows] = {}
     event_filter = context.event_filter  # the task's own copy
     for item in reader.stream(window.start):
         if isinstance(item, ChangeEvent):
@@ -155,10 +158,12 @@ def _read_python(context: RangeContext, window: CatchupRange, server_id: int) ->
                 raise SourceError(f"table {item.table} changed definition inside catch-up range {window}")
         elif isinstance(item, DdlStatement):
             raise SourceError(f"a DDL statement at {item.offset} inside catch-up range {window}")
+        elif isinstance(item, UndecodableRows):
+            undecodable.setdefault(item.table, item)
         elif isinstance(item, BinlogOffset):
             event_filter.advance_to(item)
             if item >= window.stop:
-                return RangeResult(window.index, reducer.events, reducer.result(), in_use)
+                return RangeResult(window.index, reducer.events, reducer.result(), in_use, 0.0, undecodable)
     raise SourceError(f"the binlog ended at {reader.position} before catch-up range {window} ended")
 
 
@@ -181,6 +186,7 @@ class CatchupRunner:
         schemas: MutableMapping[TableId, TableSchema],
         listener: PipelineListener,
         commit: Callable[[Checkpoint], Checkpoint],
+        failures: StreamFailures | None = None,
     ) -> None:
         self._settings = settings
         self._source = source
@@ -188,6 +194,8 @@ class CatchupRunner:
         self._schemas = schemas  # the streamer's: updated when rows arrive with another definition
         self._listener = listener
         self._commit = commit  # adds what the streamer keeps (failed tables), saves, returns
+        # The streamer's: tables whose rows the sink refuses or the reader cannot decode stop.
+        self._failures = StreamFailures(Checkpoint(), schemas, listener) if failures is None else failures
         self._flavor = "mariadb"
         self._on_spark = threading.Event()  # a round was submitted to Spark
         self._warm = threading.Event()  # Spark and its Python workers are up (or failed to start)
@@ -305,12 +313,12 @@ class CatchupRunner:
             for table, changes in result.changes.items():
                 absorb(total.setdefault(table, BackfillChanges()), changes)
             for table, schema in result.schemas.items():
-                self._schemas[table] = schema
-        for table, changes in total.items():
-            if changes:
-                schema = self._schemas[table]
-                batch = sink_changes(schema, table_changes(table, changes, end))
-                self._sink.apply_changes(sink_schema(schema), batch)
+                if table not in self._failures:
+                    self._schemas[table] = schema
+            for table, rows in result.undecodable.items():
+                self._failures.fail(table, decode_failure_message(table, rows.offset, rows.detail))
+        batch = [table_changes(t, c, end) for t, c in total.items() if c and t not in self._failures]
+        self._failures.apply(self._sink, batch, end)
         checkpoint = self._commit(replace(checkpoint, binlog_offset=end))
         self._listener.batch_committed(sum(r.events for r in results), end)
         return checkpoint

@@ -23,6 +23,10 @@ class PipelineListener:
         """A condition worth a look (progress ``warnings``); shown as a message by default."""
         self.message(f"WARNING: {text}")
 
+    def table_failed(self, table: TableId, message: str) -> None:
+        """``table`` stopped while the others go on (spark/table_failures.py); a warning by default."""
+        self.warning(message)
+
     def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
         return None
 

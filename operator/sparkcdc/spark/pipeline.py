@@ -47,6 +47,7 @@ from sparkcdc.spark.snapshot import WaveContext, plan_tasks
 from sparkcdc.spark.source_change import check_source
 from sparkcdc.spark.startup import SearchContext, startup_offset
 from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
+from sparkcdc.spark.table_failures import record_wave
 from sparkcdc.spark.wave_runner import WaveRunner
 from sparkcdc.state.base import CheckpointStore
 
@@ -159,7 +160,7 @@ class PipelineDriver:
             return checkpoint
         for table, state in updated.tables.items():
             if state != checkpoint.tables.get(table):
-                self._listener.warning(state.error)
+                self._listener.table_failed(table, state.error)
         self.save(updated)
         return updated
 
@@ -364,7 +365,7 @@ class PipelineDriver:
             tasks = plan_tasks(wave, task_ids, sizer.splits_per_task)
             summaries = runner.run(context, tasks, total - finished - len(wave))
             sizer.observe(time.monotonic() - began)
-            assigner.on_finished([s.finished_info() for s in summaries])
+            summaries = record_wave(assigner, summaries, self._listener)  # tables the sink refused fail
             checkpoint = assigner.to_checkpoint(checkpoint)
             self.save(checkpoint)
             self._listener.splits_finished(summaries)

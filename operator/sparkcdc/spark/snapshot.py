@@ -23,7 +23,7 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.split_reader import SplitReader, SplitReadResult
-from sparkcdc.sinks.base import SinkConfig, writes_in_driver
+from sparkcdc.sinks.base import SinkConfig, TableDataError, writes_in_driver
 from sparkcdc.sinks.targets import sink_rows, sink_schema
 from sparkcdc.spark.frame_wave import run_wave_in_driver
 
@@ -43,6 +43,9 @@ class SplitSummary:
     high: BinlogOffset
     rows: int
     backfill_events: int
+    # Set when the sink refused the split's rows (sinks.base.TableDataError): the split is not
+    # committed and its table stops (spark/table_failures.py).
+    failure: str = ""
 
     def finished_info(self) -> FinishedSplitInfo:
         return FinishedSplitInfo(self.split, self.high, self.rows)
@@ -71,15 +74,27 @@ def run_task(context: WaveContext, task: SnapshotTask) -> Iterator[SplitSummary]
         return reader.read(context.schemas[split.table], split)
 
     pending: Future[SplitReadResult] | None = None
+    failed: set[TableId] = set()  # tables whose rows the sink refused: their later splits are not read
     try:
-        pending = read_ahead.submit(read, task.splits[0]) if task.splits else None
+        ahead = task.splits[0] if task.splits else None
+        pending = read_ahead.submit(read, ahead) if ahead is not None else None
         for i, split in enumerate(task.splits):
+            if split.table in failed:
+                continue
+            if split is not ahead:  # the split read ahead was of a table that failed since
+                pending = read_ahead.submit(read, split)
             assert pending is not None
             result = pending.result()
-            pending = read_ahead.submit(read, task.splits[i + 1]) if i + 1 < len(task.splits) else None
+            ahead = next((s for s in task.splits[i + 1 :] if s.table not in failed), None)
+            pending = read_ahead.submit(read, ahead) if ahead is not None else None
             schema = context.schemas[split.table]
             rows = sink_rows(schema, result.data, result.high)
-            sink.write_split(sink_schema(schema), split, rows, result.high)
+            try:
+                sink.write_split(sink_schema(schema), split, rows, result.high)
+            except TableDataError as err:
+                failed.add(split.table)
+                yield SplitSummary(split, result.low, result.high, 0, 0, failure=str(err))
+                continue
             yield SplitSummary(split, result.low, result.high, result.data.num_rows, result.backfill_events)
     finally:
         # A read still running finishes on its own (its result is dropped; the split is read

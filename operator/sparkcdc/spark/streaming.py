@@ -22,10 +22,9 @@ from dataclasses import dataclass, field, replace
 
 from sparkcdc.api.spec import BinlogSpec
 from sparkcdc.core.cascades import Cascade
-from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, collapse_pure_tables
+from sparkcdc.core.checkpoint import Checkpoint, collapse_pure_tables
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
-from sparkcdc.core.microbatch import build_batch
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_reader import DdlStatement
@@ -33,14 +32,15 @@ from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader
+from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader, UndecodableRows
 from sparkcdc.sinks.base import Sink
-from sparkcdc.sinks.targets import sink_added, sink_changes, sink_schema
+from sparkcdc.sinks.targets import sink_added, sink_schema
 from sparkcdc.spark.cascading import CascadeFollower
 from sparkcdc.spark.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import key_order
 from sparkcdc.spark.schema_changes import EvolvingSink, SchemaChange, SchemaTracker
+from sparkcdc.spark.table_failures import StreamFailures, decode_failure_message
 
 __all__ = ["Batch", "BinlogStreamer", "StreamSettings", "live_reader_server_id"]
 
@@ -155,7 +155,7 @@ class BinlogStreamer:
         self._settings = settings
         self._listener = listener
         self._save = save
-        self._failed: dict[TableId, TableState] = {}
+        self._failures = StreamFailures(Checkpoint(), self._schemas, listener)
         self._cascades: CascadeFollower | None = None
 
     def build_filter(self, checkpoint: Checkpoint) -> BinlogSplitFilter:
@@ -169,11 +169,11 @@ class BinlogStreamer:
 
     def run(self, checkpoint: Checkpoint, start: BinlogOffset, should_stop: Callable[[], bool]) -> Checkpoint:
         """Stream from ``start`` until caught up (when ``stop_at`` is set) or ``should_stop``."""
-        self._failed = {t: s for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
-        for table in self._failed:
-            self._schemas.pop(table, None)
-        event_filter = self.build_filter(checkpoint)
+        self._failures = StreamFailures(checkpoint, self._schemas, self._listener)
         self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
+        if self._cascades:
+            self._failures.link(self._cascades.plan.linked)
+        event_filter = self.build_filter(checkpoint)
         if self._settings.catchup is not None and self._cascades:
             # Catch-up ranges reduce to net effects per table, losing where cascades happened.
             self._listener.message("parallel catch-up is off: referential actions are followed in order")
@@ -185,6 +185,7 @@ class BinlogStreamer:
                 self._schemas,
                 self._listener,
                 self._save_done,
+                self._failures,
             )
             checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
             start = self._with_gtid(start)
@@ -232,14 +233,14 @@ class BinlogStreamer:
                     raise thread.error
                 return self._commit(batch, checkpoint)
             if isinstance(item, ChangeEvent):
-                if item.table not in self._failed:
+                if item.table not in self._failures:
                     batch.open_events.extend(event_filter.filter_event(item))
                     self._mark_cascades(batch, item, event_filter)
             elif isinstance(item, BinlogOffset):
                 batch.close_transaction(item)
                 event_filter.advance_to(item)
             elif isinstance(item, SchemaInUse):
-                if item.schema != self._schemas.get(item.table) and item.table not in self._failed:
+                if item.schema != self._schemas.get(item.table) and item.table not in self._failures:
                     if batch.touches(item.table):
                         checkpoint = self._commit(batch, checkpoint)
                         batch = batch.next()
@@ -251,6 +252,8 @@ class BinlogStreamer:
                 event_filter.advance_to(item.offset)
             elif isinstance(item, DdlStatement):
                 batch.close_transaction(item.offset)  # DDL of other tables: only a boundary
+            elif isinstance(item, UndecodableRows):
+                self._failures.fail(item.table, decode_failure_message(item.table, item.offset, item.detail))
             caught_up = stop_at is not None and batch.end is not None and batch.end >= stop_at
             caught_up = caught_up or (stop_at is not None and _offset(checkpoint) >= stop_at)
             due = len(batch.events) >= spec.batch_rows or time.monotonic() - batch.started >= interval
@@ -280,17 +283,13 @@ class BinlogStreamer:
                 f"(added {[a.column.name for a in evolution.added]}, dropped {list(evolution.dropped)})"
             )
         for table, error in change.failures.items():
-            self._failed[table] = TableState(Phase.FAILED, error)
-            self._schemas.pop(table, None)
-            self._listener.warning(error)
+            self._failures.fail(table, error)
         checkpoint = self._with_failures(replace(checkpoint, binlog_offset=change.offset))
         self._save(checkpoint)
         return checkpoint
 
     def _with_failures(self, checkpoint: Checkpoint) -> Checkpoint:
-        if not self._failed:
-            return checkpoint
-        return replace(checkpoint, tables={**checkpoint.tables, **self._failed})
+        return self._failures.onto(checkpoint)
 
     def _with_gtid(self, offset: BinlogOffset) -> BinlogOffset:
         """``offset`` with its GTID position (catch-up rounds end at positions listed without
@@ -314,14 +313,17 @@ class BinlogStreamer:
     def _commit(self, batch: Batch, checkpoint: Checkpoint) -> Checkpoint:
         if batch.end is None:
             return checkpoint
-        row_keys = {t: s.row_key for t, s in self._schemas.items()}
         marks = batch.closed_marks()
-        if marks and self._cascades is not None:
-            self._cascades.apply(batch.events, marks, self._schemas, batch.end)
+        end, follower = batch.end, self._cascades
+        if marks and follower is not None:
+            self._failures.apply_cascading(
+                lambda events, kept: follower.apply(events, kept, self._schemas, end),
+                batch.events,
+                marks,
+                end,
+            )
         else:
-            for changes in build_batch(batch.events, row_keys, end=batch.end):
-                schema = self._schemas[changes.table]
-                self._sink.apply_changes(sink_schema(schema), sink_changes(schema, changes))
+            self._failures.apply(self._sink, self._failures.build(batch.events, end), end)
         checkpoint = collapse_pure_tables(replace(checkpoint, binlog_offset=batch.end))
         checkpoint = self._with_failures(checkpoint)
         self._save(checkpoint)

@@ -5,8 +5,8 @@
   for column; the changelog's records carry the new column from then on.
 * a column type change (MODIFY) and a RENAME TABLE stop only their table: it is FAILED in the
   checkpoint with an error naming the table and the statement, shown as a warning; its later
-  changes are not applied; the other tables keep streaming; a rerun resumes although the renamed
-  table no longer exists.
+  changes are not applied; the other tables keep streaming; the run exits 4 naming them; a rerun
+  resumes although the renamed table no longer exists.
 * DDL on a table that is not captured is ignored.
 
 Both ways a DDL reaches the pipeline are covered: written while the pipeline was down (the
@@ -76,7 +76,9 @@ def test_schema_changes(case: Case) -> None:
     case.execute(f"INSERT INTO `{db}`.c VALUES (6, 'c6')")
     case.execute("USE mysql")
     b_before = [r for r in case.rows(db, "b") if r[0] != 7]
-    result = case.run_ok(manifest)
+    result = case.run(manifest)
+    assert result.returncode == 4, result.describe()  # the run ends with tables failed, named on stderr
+    assert f"pipeline ddl-jdbc: table {db}.b stopped" in result.stderr, result.describe()
 
     assert case.columns(case.sink_db("ddl_jdbc"), "a") == ["id", "v", "c"]
     case.assert_replica("ddl_jdbc", "a")

@@ -52,7 +52,7 @@ def test_snapshot_progress_and_split_gauges() -> None:
     progress.snapshot_planned({ORDERS: 3, ITEMS: 2}, {ORDERS: 1, ITEMS: 0})
     assert pushed.last == {
         "splitsTotal": 5, "splitsFinished": 1, "splitsDisplay": "1/5", "rowsSnapshotted": 0,
-        "eventsApplied": 0, "tables": 2, "warnings": [],
+        "eventsApplied": 0, "tables": 2, "warnings": [], "failedTables": [],
     }  # fmt: skip
     progress.splits_finished([summary(ORDERS, 1, 100), summary(ITEMS, 0, 40)])
     assert (pushed.last["splitsFinished"], pushed.last["rowsSnapshotted"]) == (3, 140)
@@ -122,6 +122,17 @@ def test_warnings_are_kept_newest_last_and_failed_tables_stay_warned() -> None:
     fresh, _, pushed = listener(checkpoint=Checkpoint(tables=failed))
     fresh.snapshot_planned({}, {})
     assert pushed.last["warnings"] == ["table shop.order_items stopped streaming"]
+
+
+def test_failed_tables_are_listed_from_the_checkpoint_and_as_they_fail() -> None:
+    failed = {ITEMS: TableState(Phase.FAILED, "table shop.order_items stopped streaming")}
+    progress, _, pushed = listener(checkpoint=Checkpoint(tables=failed))
+    progress.table_failed(ORDERS, "table shop.orders stopped during the snapshot")
+    assert pushed.last["failedTables"] == [
+        {"table": "shop.order_items", "error": "table shop.order_items stopped streaming"},
+        {"table": "shop.orders", "error": "table shop.orders stopped during the snapshot"},
+    ]
+    assert pushed.last["warnings"][-1] == "table shop.orders stopped during the snapshot"
 
 
 def test_measured_sink_settings_travel_to_spark_tasks_as_the_plain_sink() -> None:

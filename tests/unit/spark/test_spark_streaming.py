@@ -25,6 +25,7 @@ from sparkcdc.spark import streaming
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.schema_changes import Evolution, SchemaChange, fail_vanished_tables
 from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
+from sparkcdc.spark.table_failures import StreamFailures
 
 pytestmark = pytest.mark.unit
 
@@ -101,7 +102,7 @@ def consume(
     source: Any = None
     streamer = BinlogStreamer(source, sink, schemas, StreamSettings(9, spec), listener, save)
     base = checkpoint or Checkpoint(binlog_offset=off(4))
-    streamer._failed = {t: s for t, s in base.tables.items() if s.phase is Phase.FAILED}
+    streamer._failures = StreamFailures(base, streamer._schemas, listener)
     result = streamer._consume(
         ScriptedThread(items),  # type: ignore[arg-type]
         base,
