@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO / ".bench"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-# Enough buffer pool to hold a 1M-row table: "warm runs" (DESIGN §4) read from memory.
+# Enough buffer pool to hold a 1M-row table: "warm runs" (architecture §4) read from memory.
 SERVER_OPTIONS = ("--innodb-buffer-pool-size=768M", "--innodb-log-file-size=256M", "--max-binlog-size=256M")
 
 

@@ -1,6 +1,6 @@
 """A snapshot by a driver whose Spark is already up: the snapshot engine's own rate.
 
-DESIGN §4 compares read paths in warm runs, and a driver on Kubernetes keeps its session for the
+architecture §4 compares read paths in warm runs, and a driver on Kubernetes keeps its session for the
 pipeline's life, so what a snapshot of a table costs there excludes the JVM's and the workers'
 start-up. This script does what ``sparkcdc run MANIFEST`` does (``local.py``: the manifest's
 runtime, a local context, a ``PipelineDriver`` with a file checkpoint store), except that it

@@ -8,7 +8,7 @@ columns (BIGINT key, INT, DECIMAL(12,2), two VARCHARs, DATETIME, TIMESTAMP(3)) o
 buffer pool holds it — the table of benchmarks/snapshot.py — and then measures, side by side:
 
 * ``mariadb client``     ``mariadb -e 'select * from bench.orders' > /dev/null``, best of 2: the
-                         DESIGN §4 baseline every ratio refers to;
+                         architecture §4 baseline every ratio refers to;
 * ``checksum query``     the source half of verification as one SQL statement from one client:
                          ``COUNT(*)`` and the sum of the canonical row hashes over the whole
                          table (sparkcdc.verify.checksum) — the server's hashing cost alone;

@@ -10,7 +10,7 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.testing.mariadb import MariaDBServer
 
 # The shared server runs in a zone east of UTC so that TIMESTAMP handling that silently assumes
-# a UTC server shows up in tests (DESIGN §3 rule 7).
+# a UTC server shows up in tests (architecture §3 rule 7).
 SERVER_TIME_ZONE = "+05:30"
 
 

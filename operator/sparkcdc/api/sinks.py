@@ -52,7 +52,7 @@ class JdbcUrl:
 
     @property
     def jdbc_url(self) -> str:
-        """The URL for a JDBC driver; MySQL and MariaDB both use the ``jdbc:mysql`` form (see DESIGN §4)."""
+        """The URL for a JDBC driver; MySQL and MariaDB both use ``jdbc:mysql`` (architecture §4)."""
         prefix = "jdbc:postgresql" if self.is_postgres else "jdbc:mysql"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{prefix}://{host}:{self.port}/{self.database}"
@@ -178,7 +178,7 @@ class DeltaSink(ApiModel):
 
 
 class ChangelogSink(ApiModel):
-    """JSON lines, one change per line (see DESIGN §2), below ``path``."""
+    """JSON lines, one change per line (see architecture §2), below ``path``."""
 
     type: Literal["changelog"] = Field(description="Sink kind.")
     path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")

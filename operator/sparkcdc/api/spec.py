@@ -50,7 +50,7 @@ Memory = Annotated[str, StringConstraints(min_length=2, max_length=16), AfterVal
 
 
 class DistributionFactor(ApiModel):
-    """Bounds of ``(max - min + 1) / rows`` within which a numeric key is split evenly (DESIGN §3.1)."""
+    """Bounds of ``(max - min + 1) / rows`` within which a numeric key is split evenly (architecture §3.1)."""
 
     model_config = ConfigDict(
         json_schema_extra={

@@ -37,7 +37,7 @@ the sink session drops `NO_ZERO_DATE` and `NO_ZERO_IN_DATE` from its `sql_mode`,
 date column stays `NOT NULL`. PostgreSQL, Delta and the changelog have no such values: they get
 NULL, so a `NOT NULL` source DATE/DATETIME/TIMESTAMP column outside the key is NULL-able there
 (every Delta column is NULL-able). The snapshot and the binlog give the same value for a row
-(DESIGN rule 7). Key columns keep the canonical date form in every sink: a zero date in a key
+(architecture §3 rule 7). Key columns keep the canonical date form in every sink: a zero date in a key
 column reads as NULL. Tables streamed to a MySQL/MariaDB target with zero-date-capable columns
 are caught up by the Python binlog decoder, not the Go one.
 

@@ -81,7 +81,7 @@ def verify_options(spec: VerifySpec) -> VerifyOptions:
 class AppliedTracker:
     """The pipeline's checkpoint store, remembering the newest document loaded or saved.
 
-    Checkpoints are saved after the sink commit (DESIGN §3 rule 6), so the newest one says how far
+    Checkpoints are saved after the sink commit (architecture §3 rule 6), so the newest one says how far
     the sink holds the source: what a re-check waits for."""
 
     def __init__(self, inner: CheckpointStore) -> None:

@@ -1,4 +1,4 @@
-"""Parallel catch-up of a binlog backlog, the pure part (DESIGN §4).
+"""Parallel catch-up of a binlog backlog, the pure part (architecture §4).
 
 A large backlog is cut at transaction boundaries into consecutive ranges ``(start, stop]``;
 Spark tasks decode the ranges at once, each reducing its own events to the last image per key

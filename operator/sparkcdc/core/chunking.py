@@ -1,4 +1,4 @@
-"""Split planning: cut a table's key space into half-open chunks (DESIGN §3 rule 1).
+"""Split planning: cut a table's key space into half-open chunks (architecture §3 rule 1).
 
 Every plan is a list of contiguous splits ``[None, b0), [b0, b1), ..., [bn-1, None)``: the first
 and last are unbounded, so any key — also one inserted below the minimum or above the maximum

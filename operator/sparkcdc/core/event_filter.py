@@ -1,4 +1,4 @@
-"""Binlog phase filter (DESIGN §3 rule 4): emit each change exactly once after the snapshot.
+"""Binlog phase filter (architecture §3 rule 4): emit each change exactly once after the snapshot.
 
 The binlog phase starts at the minimum high watermark of all finished splits (``start_offset``).
 A split's sink content is exact as of its high watermark, so an event on key ``k`` must be

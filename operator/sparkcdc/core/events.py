@@ -11,7 +11,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 
 # A row image: column name -> value, already converted to the canonical representation that
-# the snapshot path produces for the same column (see DESIGN §3 rule 7).
+# the snapshot path produces for the same column (see architecture §3 rule 7).
 Row = Mapping[str, Any]
 
 

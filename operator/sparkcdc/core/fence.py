@@ -1,4 +1,4 @@
-"""Fencing tokens: which driver of a pipeline may still write (DESIGN §3 rule 6).
+"""Fencing tokens: which driver of a pipeline may still write (architecture §3 rule 6).
 
 A driver runs under a :class:`Fence`: the pipeline, the *owner* (the CdcPipeline object's uid, or
 a local state directory's id) and the epoch. Every store the driver writes to keeps the fence of

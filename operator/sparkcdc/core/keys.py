@@ -1,4 +1,4 @@
-"""Key order: compare split keys the way the database does (DESIGN §3 rule 1).
+"""Key order: compare split keys the way the database does (architecture §3 rule 1).
 
 Any comparison of keys done outside the database — which split owns a binlog event's key, range
 checks during a watermark merge, validating planned boundaries — must agree with MySQL's order:

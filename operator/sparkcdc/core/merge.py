@@ -1,4 +1,4 @@
-"""Watermark merge (DESIGN §3 rule 2): a split's exact content as of its high watermark.
+"""Watermark merge (architecture §3 rule 2): a split's exact content as of its high watermark.
 
 A split read records a low watermark, reads its chunk, records a high watermark. The chunk is a
 consistent read somewhere inside ``(low, high]``. Replaying the split's binlog events of that

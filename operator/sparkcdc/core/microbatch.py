@@ -1,4 +1,4 @@
-"""Binlog micro-batches: filtered events reduced to what a sink applies (DESIGN §3 rule 5).
+"""Binlog micro-batches: filtered events reduced to what a sink applies (architecture §3 rule 5).
 
 A batch collapses to the last image per key — an update that changes the key is a delete of the
 old key and an insert of the new one — so applying it is idempotent and a replay from any

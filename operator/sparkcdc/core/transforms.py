@@ -9,7 +9,7 @@ anything in the target.
 Masks are applied where the row is produced, in the task that read the snapshot split or the
 driver that decoded the binlog, before any sink sees it. ``sha256`` keeps a column joinable
 (equal values hash equally, in the snapshot and the binlog alike, since both produce the same
-canonical value — DESIGN §3 rule 7); it is unsalted, so a low-entropy value (a birth date, a
+canonical value — architecture §3 rule 7); it is unsalted, so a low-entropy value (a birth date, a
 four-digit PIN) can be found by trying them all: ``redact`` writes NULL instead.
 """
 

@@ -7,7 +7,7 @@ from enum import Enum
 
 
 class Family(str, Enum):
-    """How a column's values are represented; one canonical form per family (DESIGN §3 rule 7)."""
+    """How a column's values are represented; one canonical form per family (architecture §3 rule 7)."""
 
     INTEGER = "integer"
     DECIMAL = "decimal"

@@ -1,4 +1,4 @@
-"""Reading one snapshot split between watermarks (DESIGN §3 rule 2).
+"""Reading one snapshot split between watermarks (architecture §3 rule 2).
 
 Low watermark, chunk, high watermark; if the binlog moved in between, the split's events of
 ``(low, high]`` are collapsed to the last image per key and applied to the chunk. The result is

@@ -1,4 +1,4 @@
-"""One canonical value per MySQL type, whichever path a row came from (DESIGN §3 rule 7).
+"""One canonical value per MySQL type, whichever path a row came from (architecture §3 rule 7).
 
 The snapshot reads rows over the text protocol; the binlog reader decodes row images from
 python-mysql-replication. Both end here, so the merge, the sinks and the changelog see one

@@ -1,4 +1,4 @@
-"""Changelog sink: JSON lines, one change per line, one directory per table (DESIGN §2).
+"""Changelog sink: JSON lines, one change per line, one directory per table (architecture §2).
 
 Every file is written to a temporary name and renamed into place, so a file is either whole
 or absent. A snapshot split always rewrites its own file, and a binlog batch's file is named

@@ -2,7 +2,7 @@
 
 A snapshot split is one transaction: delete the split's key range, insert the split's rows.
 Re-running the split after a crash therefore replaces whatever an earlier attempt wrote and
-also removes rows the source deleted meanwhile (DESIGN §3 rule 3). A binlog batch is one
+also removes rows the source deleted meanwhile (architecture §3 rule 3). A binlog batch is one
 transaction of deletes then upserts of last images, so replaying it converges (rule 5); on MySQL
 targets where it is equivalent the upserts are ``INSERT … ON DUPLICATE KEY UPDATE`` instead of
 delete + insert (MySqlDialect.can_upsert).

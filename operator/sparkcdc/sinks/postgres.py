@@ -6,7 +6,7 @@ Types. Every MySQL type maps to the PostgreSQL type that holds all of its values
 or beyond 24 h), ``TIMESTAMP`` becomes ``timestamptz``. ``JSON`` becomes ``text``, not
 ``jsonb``: ``jsonb`` re-orders keys, drops duplicates and re-prints numbers and whitespace, so
 the replica would no longer hold the document MySQL prints, and the snapshot and the binlog
-(DESIGN §3 rule 7) could not be checked against the source value by value. Strings are
+(architecture §3 rule 7) could not be checked against the source value by value. Strings are
 ``text``. ``NOT NULL`` is kept except on DATE/DATETIME/TIMESTAMP columns outside the key:
 MySQL's zero dates arrive as NULL (sparkcdc.mysql.types). GEOMETRY is EWKB (its SRID kept), in a
 PostGIS ``geometry`` column when the database has the extension, else in ``bytea`` (geometry.py).

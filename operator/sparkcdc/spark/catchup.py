@@ -9,7 +9,7 @@ thing whatever events came before it in the stream) and reduced to the last imag
 
 Ranges run in rounds of one range per task id; while the driver absorbs a round in binlog order
 and applies it to the sink, the next round decodes. The offset is checkpointed after each
-round's sink commits, at the round's last commit boundary (DESIGN §3 rule 6): a crash replays
+round's sink commits, at the round's last commit boundary (architecture §3 rule 6): a crash replays
 from the previous round's end, which converges because rounds apply net last images (rule 5).
 Then the live reader takes over at the stretch's end; a DDL there is its to handle.
 

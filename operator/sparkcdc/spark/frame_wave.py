@@ -11,7 +11,7 @@ driver's Python process.
 Each task reports its split summaries (watermarks, row counts) through an accumulator. Spark
 merges the accumulator updates of successful task attempts only, and the write evaluates the
 DataFrame once, so the summaries describe exactly the rows the commit holds. A wave's splits
-are recorded as finished only after ``write_frame`` returned, i.e. after the commit (DESIGN §3
+are recorded as finished only after ``write_frame`` returned, i.e. after the commit (architecture §3
 rule 6).
 """
 

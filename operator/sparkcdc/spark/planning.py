@@ -1,4 +1,4 @@
-"""Planning a table's snapshot splits with the source's help (DESIGN §3 rule 1)."""
+"""Planning a table's snapshot splits with the source's help (architecture §3 rule 1)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A task is Flink's split reader and the sink writer in one: for every split it re
 watermark, reads the chunk, records the high watermark, merges the binlog in between, and
 writes the split to the sink atomically. It returns one small summary per split; the driver
 turns the summaries into finished-split infos and checkpoints them only after the sink holds
-the rows (DESIGN §3 rules 2, 3, 6).
+the rows (architecture §3 rules 2, 3, 6).
 
 Tasks run as an RDD job rather than a DataFrame source so that connection settings (which
 hold passwords) travel inside the pickled task closure, never in plan options or logs.

@@ -2,7 +2,7 @@
 
 A reader thread decodes the binlog into a bounded queue while the driver applies the previous
 batch, so reading the next batch overlaps writing the current one. A batch ends only at a
-transaction boundary; its offset is checkpointed after the sink committed it (DESIGN §3
+transaction boundary; its offset is checkpointed after the sink committed it (architecture §3
 rules 4–6), so a crash replays at most the uncommitted batch, which converges because every
 batch is applied as last images per key.
 

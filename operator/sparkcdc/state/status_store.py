@@ -3,7 +3,7 @@
 Every write is a JSON merge patch of the status subresource carrying the ``resourceVersion`` it
 was computed from, and it is computed only after checking that ``status.driver.epoch`` is this
 driver's epoch. The apiserver refuses the patch if anything changed in between, so a driver
-whose epoch was superseded can never write: it gets :class:`FencedError` (DESIGN §3 rule 6).
+whose epoch was superseded can never write: it gets :class:`FencedError` (architecture §3 rule 6).
 
 Writes are rate-limited to one per ``min_interval`` seconds: a save within the interval is kept
 and written (the newest one only) at the next allowed moment by a background thread; ``flush``

@@ -1,5 +1,5 @@
 """Chaos: SIGKILL ``sparkcdc run`` over and over while the source is written, then check the
-replica and the changelog against the source (DESIGN §3 rules 2–6, the issue's chaos test).
+replica and the changelog against the source (architecture §3 rules 2–6, the issue's chaos test).
 
 A writer thread keeps inserting, updating (also the primary key) and deleting across three
 tables — an integer key, a string key under a case-insensitive collation, a composite key — in

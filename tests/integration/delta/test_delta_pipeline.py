@@ -1,5 +1,5 @@
 """Consistency of ``sparkcdc run`` into Delta: snapshot and binlog under concurrent writes and
-SIGKILLs, exactly-once binlog commits, and time travel (DESIGN §3 rules 2–6).
+SIGKILLs, exactly-once binlog commits, and time travel (architecture §3 rules 2–6).
 
 Two tables (an integer key and a case-insensitive string key) are written by a writer thread
 for the whole test: small transactions of inserts, updates and deletes, each followed by the

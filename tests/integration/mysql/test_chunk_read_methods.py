@@ -1,5 +1,5 @@
 """The two chunk-read paths (ConnectorX and PyMySQL) give identical canonical tables for every
-type family, bounded and unbounded splits, numeric and text chunk keys (DESIGN §4: the
+type family, bounded and unbounded splits, numeric and text chunk keys (architecture §4: the
 benchmark picks the faster path; both must agree value for value)."""
 
 from __future__ import annotations

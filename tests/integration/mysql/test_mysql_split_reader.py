@@ -1,4 +1,4 @@
-"""DESIGN §3 rule 2 under concurrent writes: ``read_split`` returns the split's exact content as of
+"""architecture §3 rule 2 under concurrent writes: ``read_split`` returns the split's exact content as of
 its high watermark.
 
 The check does not trust the merge: the table is quiesced and read at a known position S0, then

@@ -1,4 +1,4 @@
-"""DESIGN §3 rule 7: a row read by the snapshot and the same row decoded from the binlog give the
+"""architecture §3 rule 7: a row read by the snapshot and the same row decoded from the binlog give the
 same canonical values, for every type family, on a server whose time zone is not UTC."""
 
 from __future__ import annotations

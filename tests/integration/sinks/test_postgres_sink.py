@@ -199,7 +199,7 @@ def test_types_map_and_values_round_trip(sink: JdbcSink, postgres: PostgresServe
 def test_snapshot_and_binlog_paths_store_identical_values(
     sink: JdbcSink, postgres: PostgresServer, pg_database: str
 ) -> None:
-    """DESIGN §3 rule 7: a row written by a split and by a binlog batch is the same sink value."""
+    """architecture §3 rule 7: a row written by a split and by a binlog batch is the same sink value."""
     by_split = table_schema("by_split", ALL_TYPES, ["id"])
     by_binlog = table_schema("by_binlog", ALL_TYPES, ["id"])
     sink.prepare([by_split, by_binlog])

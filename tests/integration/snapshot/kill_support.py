@@ -3,7 +3,7 @@
 A ``Moment`` is a trigger polled while a ``sparkcdc run`` subprocess goes; when it fires the
 whole run is SIGKILLed (tests/harness/runner.py). ``kill_chain`` kills one run per moment on
 the same --state-dir and then runs to the end. After every kill the checkpoint must not claim
-more than the sink holds (DESIGN §3 rule 6): every split it lists as finished is in the sink
+more than the sink holds (architecture §3 rule 6): every split it lists as finished is in the sink
 exactly.
 """
 

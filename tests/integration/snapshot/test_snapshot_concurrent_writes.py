@@ -6,7 +6,7 @@ of the splits, aiming at the splits being read right then and at the keys on the
 It records the GTID of every transaction it commits (``@@last_gtid``), and after the run the
 binlog (``SHOW BINLOG EVENTS``) gives each transaction's exact end position.
 
-That is enough to check DESIGN §3 rule 2 exactly, without the binlog phase: replaying the
+That is enough to check architecture §3 rule 2 exactly, without the binlog phase: replaying the
 writer's transactions onto the initial table up to a split's high watermark (from the
 checkpoint) gives the source's content of the split's key range at that position, and the
 sink's rows in that range must be exactly those. It runs with the waves as Spark tasks and on

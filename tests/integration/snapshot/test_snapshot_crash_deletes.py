@@ -4,7 +4,7 @@ The run is killed right after the sink committed a split that the checkpoint doe
 Then, before the restart, the source loses rows of every kind: rows of such committed but
 unrecorded splits (one of them entirely), rows of splits not read yet, and rows of splits the
 checkpoint lists as finished; and some rows change. The restart re-reads every unfinished split
-and replaces its whole key range in the sink (DESIGN §3 rule 3), so none of the deleted rows of
+and replaces its whole key range in the sink (architecture §3 rule 3), so none of the deleted rows of
 those splits survive. A finished split is not re-read: with ``snapshot-only`` its rows stay as
 of its high watermark. Switching the same pipeline to ``initial`` afterwards streams the binlog
 from the splits' high watermarks, which removes those rows too: the replica ends equal to the

@@ -1,5 +1,5 @@
 """SIGKILL at many moments, rerun with the same --state-dir: the sink ends equal to the source,
-with every row exactly once (DESIGN §3 rules 3 and 6).
+with every row exactly once (architecture §3 rules 3 and 6).
 
 One manifest runs two pipelines side by side over the same tables, one into a JDBC replica and
 one into the changelog sink. A chain of runs on one --state-dir is killed at a list of moments

@@ -1,4 +1,4 @@
-"""A task's splits over one connection, and the skipped backfill (DESIGN §3 rule 2).
+"""A task's splits over one connection, and the skipped backfill (architecture §3 rule 2).
 
 ``SplitReader`` reads a task's splits one after another over one source connection; each split
 still gets its own low and high watermark. When nothing was logged in between (low == high) no

@@ -1,4 +1,4 @@
-"""Snapshot waves into a Delta table: the wave's split ranges replaced atomically (DESIGN §3 rule 3).
+"""Snapshot waves into a Delta table: the wave's split ranges replaced atomically (architecture §3 rule 3).
 
 A wave's commit makes the table's rows in the wave's split ranges exactly the rows read:
 
