@@ -1,7 +1,7 @@
 """Issue 14 items 1 and 2 on real servers: every spatial type (SRID 0 and 4326) and every zero-date
 variant (NOT NULL and NULL-able DATE/DATETIME/TIMESTAMP) go through the snapshot and the binlog
-into MariaDB, PostgreSQL, Spark (the Delta sink's representation) and the changelog, compared value
-by value with the source. Rule 7 (snapshot value == binlog value) is checked for both the plain
+into MariaDB, PostgreSQL (bytea, and PostGIS geometry where the database has the extension), Spark
+(the Delta sink's representation) and the changelog, compared value by value with the source. Rule 7 (snapshot value == binlog value) is checked for both the plain
 canonical form and the zero-date-keeping one, with both chunk readers."""
 
 from __future__ import annotations
@@ -195,6 +195,7 @@ def test_spatial_and_zero_dates_exact_in_every_sink(
     plain_first = {k: v for k, v in _snapshot(source_config, plain).items() if k in (1, 2)}
     plain_events = _events(source_config, plain, mid, stop, 4322)
     _check_postgres(postgres, plain, plain_first, plain_events, expected)
+    _check_postgis(postgres, plain, plain_first, plain_events, expected)
     _check_changelog(tmp_path, plain, plain_first, plain_events, expected)
     _check_spark(spark, plain, _snapshot(source_config, plain), expected)
 
@@ -259,6 +260,31 @@ def _check_postgres(
             assert (None if row[1 + i] is None else bytes(row[1 + i])) == (value and _ewkb(*value)), column
         for i, column in enumerate(DATES):
             assert row[1 + len(SPATIAL) + i] == _python_date(column, want[column]), (row[0], column)
+
+
+def _check_postgis(
+    postgres: PostgresServer, schema: TableSchema, first: dict[int, dict[str, Any]],
+    events: list[ChangeEvent], expected: dict[int, dict[str, Any]],
+) -> None:  # fmt: skip
+    """A target database with PostGIS gets ``geometry`` columns holding the same SRID and WKB."""
+    assert postgres.cdc_user and postgres.cdc_password
+    db = unique_name("postgis")
+    postgres.execute(f'CREATE DATABASE "{db}" OWNER "{postgres.cdc_user}"')
+    postgres.execute("CREATE EXTENSION postgis", database=db)  # as the superuser, as a DBA would
+    config = JdbcSinkConfig(
+        "postgresql", postgres.host, postgres.port, db, postgres.cdc_user, postgres.cdc_password
+    )
+    _write(config, schema, first, events)
+    types = postgres.execute(
+        "SELECT column_name, udt_name FROM information_schema.columns WHERE table_name = 'exact'", database=db
+    )
+    assert {str(n): str(t) for n, t in types if n in SPATIAL} == dict.fromkeys(SPATIAL, "geometry")
+    listed = ", ".join(f"ST_SRID({c}), ST_AsBinary({c})" for c in SPATIAL)
+    for row in postgres.execute(f"SELECT id, {listed} FROM exact", database=db):
+        want = expected[int(row[0])]
+        for i, column in enumerate(SPATIAL):
+            srid, wkb = row[1 + 2 * i], row[2 + 2 * i]
+            assert (None if wkb is None else (int(srid), bytes(wkb))) == want[column], (row[0], column)
 
 
 def _python_date(column: str, text: str | None) -> Any:
