@@ -46,6 +46,7 @@ import datetime as dt
 import decimal
 import hashlib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -224,6 +225,24 @@ def _python_temporal(value: dt.date) -> str:
     return f"{date} {value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
 
 
+_DATE_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?)?")
+
+
+def _python_temporal_text(column: Column, text: str) -> str | None:
+    """A ``zero_dates`` column's MySQL text (mysql/zero_dates.py) as ``_python_temporal`` renders
+    the same value; a zero or partly-zero date is NULL, as the SQL renderings say."""
+    match = _DATE_TEXT.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"column {column.name!r}: {text!r} is not a date")
+    year, month, day, hour, minute, second, fraction = match.groups()
+    if int(year) == 0 or int(month) == 0 or int(day) == 0:
+        return None
+    date = f"{year}-{month}-{day}"
+    if column.family is Family.DATE:
+        return date
+    return f"{date} {hour or '00'}:{minute or '00'}:{second or '00'}.{(fraction or '').ljust(6, '0')}"
+
+
 def python_value(column: Column, value: Any) -> str | None:
     """The canonical text of a canonical Python value (as ``mysql_value`` renders it in SQL)."""
     if value is None:
@@ -241,7 +260,7 @@ def python_value(column: Column, value: Any) -> str | None:
         number = int.from_bytes(value, "big") if isinstance(value, bytes) else int(value)
         return format(number, "x")
     if family in (Family.DATE, Family.DATETIME, Family.TIMESTAMP):
-        return _python_temporal(value)
+        return _python_temporal_text(column, value) if isinstance(value, str) else _python_temporal(value)
     if family is Family.TIME:
         return str(value // dt.timedelta(microseconds=1))
     if family is Family.GEOMETRY:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,24 @@ def test_report_json_and_exit_semantics(tmp_path: Path) -> None:
     assert key_json((dt.timedelta(seconds=-1),)) == [{"microseconds": -1000000}]
     entry.differing.clear()
     assert report.ok
+
+
+@pytest.mark.parametrize(
+    ("data_type", "text", "expected"),
+    [
+        ("datetime", "2021-03-04 05:06:07.123", "2021-03-04 05:06:07.123000"),
+        ("timestamp", "2021-03-04 05:06:07", "2021-03-04 05:06:07.000000"),
+        ("date", "2021-03-04", "2021-03-04"),
+        ("datetime", "0000-00-00 00:00:00", None),
+        ("date", "2020-00-10", None),
+        ("datetime", "2020-05-00 10:11:12.5", None),
+    ],
+)
+def test_zero_date_text_renders_as_the_sql_side(data_type: str, text: str, expected: str | None) -> None:
+    """A MySQL target's date columns hold MySQL's text (zero dates kept); the re-check hashes binlog
+    images of them like the SQL renderings, which print zero dates as NULL."""
+    column = Column("d", 1, data_type, data_type, zero_dates=True)
+    assert python_value(column, text) == expected
+    if expected is not None and data_type != "date":
+        parsed = dt.datetime.fromisoformat(text)
+        assert python_value(replace(column, zero_dates=False), parsed) == expected
