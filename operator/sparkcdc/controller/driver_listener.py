@@ -119,9 +119,16 @@ class DriverProgress(PipelineListener):
         # Conditions worth a look, newest last: failed tables stay failed across restarts.
         self._warnings: list[str] = []
         self._failed: dict[TableId, str] = {}  # status.progress.failedTables
+        self._offset: BinlogOffset | None = None
         if checkpoint is not None:
+            # A resumed driver reports where it resumes from the first push on (the source check
+            # pushes before anything is planned or read): a status showing no splits and no offset
+            # would read as a fresh snapshot to the operator until the next report.
             for table, infos in checkpoint.finished.items():
                 self._rows[table] = sum(i.rows for i in infos)
+                self._finished[table] = len(infos)
+            self._totals = {t: plan.split_count() for t, plan in checkpoint.plans.items()}
+            self._offset = checkpoint.binlog_offset
             self._tables.update(checkpoint.plans)
             self._warnings = [
                 s.error for s in checkpoint.tables.values() if s.phase is Phase.FAILED and s.error
@@ -129,7 +136,6 @@ class DriverProgress(PipelineListener):
             self._failed = {t: s.error for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
         self._events = events_applied
         self._lag: float | None = None
-        self._offset: BinlogOffset | None = None
         # What the sink applied since the last committed batch (MeasuredSink).
         self._apply_seconds = 0.0
         self._newest_ms = 0

@@ -10,6 +10,7 @@ from sparkcdc.controller.driver_main import metrics_port
 from sparkcdc.core.checkpoint import Checkpoint, Phase, TablePlan, TableState
 from sparkcdc.core.microbatch import ChangelogRecord, TableChanges
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
@@ -109,6 +110,17 @@ def test_counters_continue_from_the_checkpoint_and_the_last_progress() -> None:
     assert pushed.last["rowsSnapshotted"] == 1230
     progress.batch_committed(3, HW)
     assert pushed.last["eventsApplied"] == 80
+
+
+def test_a_resumed_driver_reports_where_it_resumes_from_its_first_push() -> None:
+    """The source check pushes before anything is planned: the operator must not read a resumed,
+    streaming pipeline as a fresh snapshot (no splits, no offset) until the next report."""
+    finished = {ORDERS: (FinishedSplitInfo(SnapshotSplit(ORDERS, 0, None, None), HW, 1200),)}
+    checkpoint = Checkpoint(plans={ORDERS: TablePlan(())}, finished=finished, binlog_offset=HW)
+    progress, _, pushed = listener(checkpoint=checkpoint)
+    progress.source_identified(SourceIdentity(server_id=1, address="127.0.0.1:3306"))
+    assert (pushed.last["splitsTotal"], pushed.last["splitsFinished"]) == (1, 1)
+    assert pushed.last["binlogOffset"] == str(HW)
 
 
 def test_warnings_are_kept_newest_last_and_failed_tables_stay_warned() -> None:
