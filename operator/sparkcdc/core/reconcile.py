@@ -10,6 +10,9 @@ reconciling again converges. Rules that keep the pipeline correct:
   exponential backoff; a failure is recorded once, marked by ``status.driver.lastFailure``
   starting with the failed pod's name; the failed pod is kept until its backoff has elapsed, so
   its finish time and logs stay observable;
+* a driver that refused its source (``SourceChanged``: not the server of the checkpoint, and not
+  followable by GTID) is not restarted: phase Failed until the spec changes, like
+  ``MaxRestartsExceeded``, since another start would refuse again;
 * a driver pod the API server refuses to create (quota, PodSecurity, RBAC, invalid) is recorded
   in ``status.driver.createFailure`` with a Warning Event (``driver_refused``); the next pod
   waits out restartPolicy's backoff by its count of refusals, or is tried at once after a
@@ -197,6 +200,10 @@ def _suspend(ctx: _Context, current: DriverPod | None) -> _Plan:
 
 
 def _stay_failed(ctx: _Context) -> _Plan:
+    conditions = ctx.status.conditions if ctx.status else ()
+    refused = next((c for c in conditions if c.type == "Ready" and c.reason == SOURCE_CHANGED), None)
+    if refused is not None:  # a refused source stays named as such
+        return _Plan(Verdict("Failed", ("False", SOURCE_CHANGED, refused.message), FALSE, None))
     message = ctx.last_failure or "the driver failed"
     return _Plan(Verdict("Failed", ("False", MAX_RESTARTS, message), FALSE, None))
 
@@ -245,9 +252,11 @@ def _failure(pod: DriverPod, policy: RestartPolicyView, now: datetime) -> _Failu
         parts = [f"exit code {pod.exit_code}" if pod.exit_code is not None else "failed"]
         if pod.termination_reason:
             parts.append(pod.termination_reason)
-        if pod.termination_message:
-            parts.append(pod.termination_message.strip()[-1024:])
-        refused = (pod.termination_message or "").strip().startswith(_SOURCE_CHANGED_MESSAGE)
+        message = (pod.termination_message or "").strip()
+        refused = message.startswith(_SOURCE_CHANGED_MESSAGE)
+        if message:
+            # A refusal names both servers first; other failures end with what matters.
+            parts.append(message[:1024] if refused else message[-1024:])
         return _Failure(SOURCE_CHANGED if refused else DRIVER_FAILED, ": ".join(parts), at, ran_for)
     timeout = policy.pending_timeout_seconds
     if pod.phase == "Pending" and (now - pod.created_at).total_seconds() >= timeout:
@@ -270,6 +279,12 @@ def _failed(ctx: _Context, pod: DriverPod, failure: _Failure) -> _Plan:
         restarts = (0 if failure.ran_for >= policy.stable_seconds else restarts) + 1
         verdict.driver.update(restarts=restarts, lastFailure=f"{pod.name}: {failure.summary}")
         plan.events.append(Event("Warning", failure.reason, f"driver {pod.name}: {failure.summary}"))
+    if failure.reason == SOURCE_CHANGED:
+        # A refusal, not a crash: a restart would refuse again. It waits for the user (a new
+        # spec.source, onSourceChange: resnapshot, or a restartNonce once the server caught up).
+        verdict.phase, verdict.ready = "Failed", ("False", SOURCE_CHANGED, failure.summary)
+        verdict.stalled = ("True", SOURCE_CHANGED, failure.summary)
+        return plan
     if policy.max_restarts is not None and restarts > policy.max_restarts:
         limit = policy.max_restarts
         message = f"{restarts} consecutive driver failures (restartPolicy.maxRestarts is {limit})"

@@ -132,7 +132,7 @@ CASES: list[tuple[str, dict[str, Any], Any, Observed, list[tuple[Any, ...]]]] = 
         ],
     ),
     (
-        "driver refused a changed source: reason SourceChanged",
+        "driver refused a changed source: reason SourceChanged, Failed, not restarted",
         {},
         make_status(phase="Streaming"),
         observed(
@@ -142,7 +142,7 @@ CASES: list[tuple[str, dict[str, Any], Any, Observed, list[tuple[Any, ...]]]] = 
             (
                 "status",
                 {
-                    "phase": "Pending",
+                    "phase": "Failed",
                     "driver": {
                         "restarts": 1,
                         "lastFailure": f"{POD1}: exit code 2: Error: the source changed: server_id 1 -> 2",
@@ -150,7 +150,6 @@ CASES: list[tuple[str, dict[str, Any], Any, Observed, list[tuple[Any, ...]]]] = 
                 },
             ),
             ("event", "Warning", "SourceChanged"),
-            ("requeue", 10),
         ],
     ),
     (
@@ -305,6 +304,38 @@ def test_transition_time_changes_only_with_the_status() -> None:
     assert (
         ready_before and ready_after and ready_before.last_transition_time == ready_after.last_transition_time
     )
+
+
+def test_a_refused_source_stays_refused_until_the_spec_changes() -> None:
+    refused = replace(failed_pod(), termination_message="the source changed: server_id 1 -> 2", exit_code=2)
+    before = make_status(phase="Streaming")
+    status = apply_status(before, reconcile(make_spec(), before, observed(refused), NOW))
+    assert status.phase == "Failed"
+    assert condition(status, "Ready") == ("False", "SourceChanged")
+    assert condition(status, "Stalled") == ("True", "SourceChanged")
+    ready = status.condition("Ready")
+    assert ready is not None and "server_id 1 -> 2" in ready.message
+    later = NOW + timedelta(minutes=10)  # far past any backoff: still no restart, nothing changes
+    assert [
+        a for a in reconcile(make_spec(), status, observed(refused), later) if not isinstance(a, PatchStatus)
+    ] == []
+    assert apply_status(status, reconcile(make_spec(), status, observed(refused), later)) == status
+    # The way out: a changed spec (another spec.source, onSourceChange) replaces the driver.
+    changed = observed(replace(refused, spec_hash="old"), generation=2)
+    assert [s for s in summary(reconcile(make_spec(), status, changed, later)) if s[0] != "status"] == [
+        ("delete", POD1, "SpecChanged"),
+        ("event", "Normal", "SpecChanged"),
+    ]
+
+
+def test_a_long_refusal_keeps_both_servers_named() -> None:
+    text = (
+        "the source changed: the checkpoint was written by server_id 1, but the source is now server_id 2: "
+    )
+    refused = replace(failed_pod(), termination_message=text + "x" * 3000, exit_code=2)
+    status = apply_status(make_status(), reconcile(make_spec(), make_status(), observed(refused), NOW))
+    ready = status.condition("Ready")
+    assert ready is not None and ready.reason == "SourceChanged" and text in ready.message
 
 
 def test_pending_timeout_sets_stalled_with_the_cause() -> None:
