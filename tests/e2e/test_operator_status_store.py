@@ -49,6 +49,18 @@ def test_document_round_trips_through_status(control_plane: ControlPlane, pipeli
     assert pipelines.status("store")["progress"]["splitsFinished"] == 1
 
 
+def test_a_load_sees_a_save_the_rate_limit_held_back(
+    control_plane: ControlPlane, pipelines: Pipelines
+) -> None:
+    writer = store(control_plane, pipelines.namespace, 5, min_interval=3600)
+    writer.save({"version": 1, "n": 1})  # written at once: the first write
+    writer.save({"version": 1, "n": 2})  # held back for an hour
+    assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 1}
+    assert writer.load() == {"version": 1, "n": 2}
+    assert store(control_plane, pipelines.namespace, 5).load() == {"version": 1, "n": 2}
+    writer.close()
+
+
 def test_stale_epoch_cannot_write(control_plane: ControlPlane, pipelines: Pipelines) -> None:
     old = store(control_plane, pipelines.namespace, 5)
     old.save({"version": 1, "by": "old"})

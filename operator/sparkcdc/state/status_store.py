@@ -85,6 +85,11 @@ class StatusCheckpointStore(CheckpointStore):
     # -- CheckpointStore -----------------------------------------------------------------------------
     def load(self) -> Obj | None:
         with self._cond:
+            self._raise_error()
+            if self._pending is not None and self._pending[0] is not None:
+                # A load sees the last save: a document the rate limit still holds back is written
+                # first (a driver that starts over saves and loads again at once).
+                self._write_pending()
             self._obj = self._read()
             document = read_checkpoint(self._core, self._obj)
             if document is not None:
