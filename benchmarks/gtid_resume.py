@@ -6,10 +6,14 @@ not write its checkpoint are timed:
 
 * ``history_problem`` at the end of the binlog (``BINLOG_GTID_POS``, the same-server check every
   start makes), and
-* ``map_gtid_positions`` of a GTID position near the end of the file (the worst case: the file's
-  ``SHOW BINLOG EVENTS`` is scanned from its start to the position) and in its middle.
+* ``map_gtid_positions`` of the GTID positions in the middle and near the end (the worst case:
+  the file's ``SHOW BINLOG EVENTS`` is scanned from its start to the position) of the first,
+  full binlog file.
 
-    .venv/bin/python benchmarks/gtid_resume.py --megabytes 1024
+MariaDB annotates row events with their statement (``binlog_annotate_row_events``), so the
+binlog is about twice ``--megabytes``: 1024 gives a full 1 GiB first file and most of a second.
+
+    nice -n 10 .venv/bin/python benchmarks/gtid_resume.py --megabytes 1024
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ _ROW_BYTES = 8192
 _ROWS_PER_TRANSACTION = 100
 
 
-def _fill(server: MariaDBServer, megabytes: int) -> list[str]:
-    """Write the binlog; returns the GTID position after each transaction."""
+def _fill(server: MariaDBServer, megabytes: int) -> list[tuple[str, str, int]]:
+    """Write the binlog; returns the GTID position, binlog file and position after each transaction."""
     server.execute("CREATE DATABASE bench")
     server.execute("CREATE TABLE bench.blobs (id INT PRIMARY KEY, payload MEDIUMBLOB)")
     transactions = megabytes * 1024 * 1024 // (_ROW_BYTES * _ROWS_PER_TRANSACTION)
@@ -40,7 +44,8 @@ def _fill(server: MariaDBServer, megabytes: int) -> list[str]:
         base = t * _ROWS_PER_TRANSACTION
         values = ", ".join(f"({base + i}, '{payload}')" for i in range(_ROWS_PER_TRANSACTION))
         server.execute(f"INSERT INTO bench.blobs VALUES {values}")
-        positions.append(str(server.execute("SELECT @@GLOBAL.gtid_binlog_pos")[0][0]))
+        gtid = str(server.execute("SELECT @@GLOBAL.gtid_binlog_pos")[0][0])
+        positions.append((gtid, *server.binlog_position()))
     return positions
 
 
@@ -64,13 +69,18 @@ def main() -> None:
             problem = history_problem(conn, BinlogOffset(now.file, now.pos, now.gtid_set), flavor)
             seconds = time.monotonic() - began
             print(f"same-server check (BINLOG_GTID_POS at the end): {seconds:.2f}s ({problem})")
-            # A quarter in (with --megabytes 2048: the middle of the first 1 GiB file) is the worst
-            # case, half a file scanned; at a file's end the next file's Gtid_list answers at once.
-            quarter = len(positions) // 4
-            for label, gtid in (("mid-file", positions[quarter]), ("last", positions[-2])):
+            # In the first file (full, as the --max-binlog-size): a position in its middle costs a
+            # scan of half the file's event headers, the last one before the rotation all of them.
+            first = str(files[0][0])
+            size = int(files[0][1])
+            in_first = [p for p in positions if p[1] == first]
+            middle = min(in_first, key=lambda p: abs(p[2] - size // 2))
+            last = in_first[-2]  # the very last one is answered by the next file's Gtid_list
+            for label, (gtid, file, pos) in (("mid-file", middle), ("end of file", last)):
                 began = time.monotonic()
                 found = map_gtid_positions(conn, [gtid], now)
-                print(f"GTID {gtid} ({label}) -> {found[gtid]} in {time.monotonic() - began:.2f}s")
+                seconds = time.monotonic() - began
+                print(f"GTID {gtid} ({label}, {file}:{pos} of {size}) -> {found[gtid]} in {seconds:.2f}s")
             conn.close()
         finally:
             server.cleanup()
