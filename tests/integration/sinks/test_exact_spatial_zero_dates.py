@@ -1,8 +1,9 @@
 """Issue 14 items 1 and 2 on real servers: every spatial type (SRID 0 and 4326) and every zero-date
 variant (NOT NULL and NULL-able DATE/DATETIME/TIMESTAMP) go through the snapshot and the binlog
 into MariaDB, PostgreSQL (bytea, and PostGIS geometry where the database has the extension), Spark
-(the Delta sink's representation) and the changelog, compared value by value with the source. Rule 7 (snapshot value == binlog value) is checked for both the plain
-canonical form and the zero-date-keeping one, with both chunk readers."""
+(the Delta sink's representation) and the changelog, compared value by value with the source.
+Rule 7 (snapshot value == binlog value) is checked for both the plain canonical form and the
+zero-date-keeping one, with both chunk readers."""
 
 from __future__ import annotations
 
