@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: deps test unit lint bench bench-binlog bench-latency demo crd clean
+.PHONY: deps test unit container images lint bench bench-binlog bench-latency demo crd clean
 
 deps:
 	@bash hack/bootstrap.sh
@@ -12,6 +12,13 @@ test: deps
 
 unit: deps
 	$(PY) -m pytest -m unit $(PYTEST_ARGS)
+
+# The driver/executor and operator images, with podman (hack/images.sh: cached by a hash of their inputs).
+images:
+	@bash hack/images.sh
+
+container: deps images
+	$(PY) -m pytest -m container $(PYTEST_ARGS)
 
 lint: deps
 	$(VENV)/bin/ruff check operator tests benchmarks
