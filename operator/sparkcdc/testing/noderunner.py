@@ -6,6 +6,11 @@ which it binds) get their first container's ``command + args`` run with the pod'
 (``token``, ``ca.crt``, ``namespace``; the fixed in-cluster path cannot differ per pod on one host) and
 ``$SPARKCDC_TERMINATION_MESSAGE_PATH``. Phase, container state, exit code and termination message are
 reported back; deleting the pod kills its process group. See docs/testing.md.
+
+With ``containers=True`` each pod's first container runs from its image with podman instead
+(``sparkcdc.testing.pod_container``): security context, volumes, the token at the in-cluster path and
+the termination message at ``terminationMessagePath``, on a loopback address of its own reported as
+``status.podIP``; no override variables.
 """
 
 from __future__ import annotations
@@ -25,7 +30,15 @@ from urllib.parse import urlparse
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
+from sparkcdc.testing.containers import image_config, podman
 from sparkcdc.testing.kube import set_pdeathsig
+from sparkcdc.testing.pod_container import (
+    PodFiles,
+    container_name,
+    make_empty_dir,
+    podman_run_args,
+    write_volume_files,
+)
 from sparkcdc.testing.pod_env import ConfigError, Obj, PodEnvironment, PodProcess, expand
 
 MERGE = "application/merge-patch+json"
@@ -53,6 +66,7 @@ class NodeRunner:
         restart_backoff: float = 1.0,
         max_grace: float = 30.0,
         base_env: dict[str, str] | None = None,
+        containers: bool = False,
     ):
         self.node_name = node_name
         self.scheduler_name = scheduler_name
@@ -71,7 +85,11 @@ class NodeRunner:
         url = urlparse(cfg.host)
         self.api_host, self.api_port = url.hostname or "127.0.0.1", str(url.port or 443)
         ca_pem = Path(cfg.ssl_ca_cert).read_bytes() if cfg.ssl_ca_cert else b""
-        self.environment = PodEnvironment(node_name, self.api_host, self.api_port, ca_pem)
+        self.containers = containers
+        self.environment = PodEnvironment(
+            node_name, self.api_host, self.api_port, ca_pem, containers=containers
+        )
+        self._pods_seen = 0  # numbers the pods' loopback addresses
         self.pods: dict[str, PodProcess] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -207,6 +225,10 @@ class NodeRunner:
         pod_dir = self.workdir / f"{md['namespace']}_{md['name']}_{md['uid'][:8]}"
         pod_dir.mkdir(parents=True, exist_ok=True)
         p = PodProcess(md["namespace"], md["name"], md["uid"], pod_dir)
+        if self.containers:
+            # 127.1.x.y: apart from 127.0.0.1, where the API server, databases and the host listen.
+            n, self._pods_seen = self._pods_seen, self._pods_seen + 1
+            p.pod_ip = f"127.1.{n // 250}.{n % 250 + 2}"
         prev = (status.get("containerStatuses") or [{}])[0]
         if status.get("phase") in ("Succeeded", "Failed"):
             p.done = True  # finished before this runner started
@@ -221,7 +243,11 @@ class NodeRunner:
         c = pod["spec"]["containers"][0]
         try:
             env = self.environment.resolve(core, pod, p, c)
-            cmd = [expand(a, env) for a in (c.get("command") or []) + (c.get("args") or [])]
+            if self.containers:
+                cmd = self._container_command(core, pod, p, c, env)
+                env = {"PATH": self.base_env.get("PATH", os.defpath), **env}
+            else:
+                cmd = [expand(a, env) for a in (c.get("command") or []) + (c.get("args") or [])]
             if not cmd:
                 raise ConfigError("the test node runner has no images: the container needs a command")
         except ConfigError as e:
@@ -229,18 +255,50 @@ class NodeRunner:
             state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}
             self._report(core, pod, p, "Pending", state, ready=False)
             return
-        p.message_path.unlink(missing_ok=True)
+        if not self.containers:
+            p.message_path.unlink(missing_ok=True)
         wd = c.get("workingDir")
-        cwd = wd if wd and Path(wd).is_dir() else str(p.pod_dir)
+        cwd = wd if wd and Path(wd).is_dir() and not self.containers else str(p.pod_dir)
+        proc_env = env if self.containers else {**self.base_env, **env}
         with open(p.log_path, "ab") as log:
             p.proc = subprocess.Popen(
-                cmd, env={**self.base_env, **env}, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+                cmd, env=proc_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=set_pdeathsig,
             )  # fmt: skip
         p.started_at, p.kill_deadline = now(), None
         proc = p.proc
         threading.Thread(target=self._reap, args=(proc,), daemon=True).start()
         self._report(core, pod, p, "Running", {"running": {"startedAt": p.started_at}}, ready=True)
+
+    def _container_command(
+        self, core: Any, pod: Obj, p: PodProcess, c: Obj, env: dict[str, str]
+    ) -> list[str]:
+        """``podman run ...`` of container ``c``, its volumes prepared under the pod's directory."""
+        files = PodFiles(p.pod_dir, p.sa_dir, p.message_path)
+        for volume in pod["spec"].get("volumes") or []:
+            into = files.volume_dir(volume["name"])
+            if "emptyDir" in volume:
+                make_empty_dir(into)
+            for kind, key, name_key in (
+                ("Secret", "secret", "secretName"),
+                ("ConfigMap", "configMap", "name"),
+            ):
+                if key in volume:
+                    source = volume[key]
+                    optional = bool(source.get("optional"))
+                    data = self.environment.data(core, kind, p.namespace, source[name_key], optional)
+                    write_volume_files(volume, data or {}, into)
+        # A fresh, empty termination message file the container's user can write.
+        p.message_path.write_bytes(b"")
+        p.message_path.chmod(0o666)
+        image_user = image_config(c["image"], "{{.Config.User}}")
+        args = podman_run_args(
+            pod, {**c, "args": [expand(a, env) for a in c.get("args") or []],
+                  "command": [expand(a, env) for a in c.get("command") or []]},
+            env, files, pod_ip=p.pod_ip, image_user=image_user,
+            grace_seconds=int(pod["spec"].get("terminationGracePeriodSeconds", 30)),
+        )  # fmt: skip
+        return [*podman(), *args]
 
     def _exited(self, core: Any, pod: Obj, p: PodProcess) -> None:
         assert p.proc is not None
@@ -298,6 +356,10 @@ class NodeRunner:
         _kill(p.proc, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.proc.wait(timeout=10)
+        if self.containers:
+            # Killing `podman run` leaves its container running: remove it as the kubelet would.
+            name = container_name({"metadata": {"namespace": p.namespace, "name": p.name, "uid": p.uid}})
+            subprocess.run([*podman(), "rm", "-f", "-t", "0", name], capture_output=True, check=False)
 
     def _termination_message(self, p: PodProcess) -> str:
         with contextlib.suppress(OSError):
@@ -323,12 +385,13 @@ class NodeRunner:
             "lastState": p.last_state,
         }  # fmt: skip
         if "running" in state or "terminated" in state:
-            cs["containerID"] = f"local-process://{p.uid}-{p.restart_count}"
+            scheme = "podman" if self.containers else "local-process"
+            cs["containerID"] = f"{scheme}://{p.uid}-{p.restart_count}"
         types = {"PodScheduled": "True", "Initialized": "True", "ContainersReady": cond, "Ready": cond}
         conditions = [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in types.items()]
         status = {
             "phase": phase, "conditions": conditions, "containerStatuses": [cs], "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}], "startTime": p.started_at or now(),
+            "podIP": p.pod_ip, "podIPs": [{"ip": p.pod_ip}], "startTime": p.started_at or now(),
         }  # fmt: skip
         try:
             core.patch_namespaced_pod_status(

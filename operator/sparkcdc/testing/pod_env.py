@@ -45,6 +45,7 @@ class PodProcess:
     deleted: bool = False  # we already asked the API server to remove it
     sa_dir: Path | None = None
     last_report: str = ""
+    pod_ip: str = "127.0.0.1"  # its own loopback address when the runner runs containers
 
     def __post_init__(self) -> None:
         self.log_path, self.message_path = self.pod_dir / "container.log", self.pod_dir / "termination-log"
@@ -67,6 +68,8 @@ class PodEnvironment:
     api_host: str
     api_port: str
     ca_pem: bytes
+    # Containers see the token and the termination-message file at the real paths: no override vars.
+    containers: bool = False
 
     def resolve(self, core: Any, pod: Obj, p: PodProcess, c: Obj) -> dict[str, str]:
         md, ns = pod["metadata"], pod["metadata"]["namespace"]
@@ -75,31 +78,34 @@ class PodEnvironment:
             "KUBERNETES_SERVICE_HOST": self.api_host,
             "KUBERNETES_SERVICE_PORT": self.api_port,
             "KUBERNETES_SERVICE_PORT_HTTPS": self.api_port,
-            "SPARKCDC_TERMINATION_MESSAGE_PATH": str(p.message_path),
         }
+        if not self.containers:
+            env["SPARKCDC_TERMINATION_MESSAGE_PATH"] = str(p.message_path)
         if _wants_token(pod):
-            env["SPARKCDC_SERVICEACCOUNT_DIR"] = str(self._service_account(core, pod, p))
+            sa_dir = self._service_account(core, pod, p)
+            if not self.containers:
+                env["SPARKCDC_SERVICEACCOUNT_DIR"] = str(sa_dir)
         for src in c.get("envFrom") or []:
             prefix = src.get("prefix", "")
             for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
                 if key in src:
                     ref = src[key]
-                    data = self._data(core, kind, ns, ref["name"], bool(ref.get("optional")))
+                    data = self.data(core, kind, ns, ref["name"], bool(ref.get("optional")))
                     env.update({prefix + k: v for k, v in (data or {}).items()})
         for var in c.get("env") or []:
-            value = self._env_value(core, pod, var, env)
+            value = self._env_value(core, pod, var, env, p.pod_ip)
             if value is not None:
                 env[var["name"]] = value
         return env
 
-    def _env_value(self, core: Any, pod: Obj, var: Obj, env: dict[str, str]) -> str | None:
+    def _env_value(self, core: Any, pod: Obj, var: Obj, env: dict[str, str], pod_ip: str) -> str | None:
         if "valueFrom" not in var:
             return expand(var.get("value", ""), env)
         src, ns = var["valueFrom"], pod["metadata"]["namespace"]
         for kind, key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
             if key in src:
                 ref, optional = src[key], bool(src[key].get("optional"))
-                data = self._data(core, kind, ns, ref["name"], optional)
+                data = self.data(core, kind, ns, ref["name"], optional)
                 if data is not None and ref["key"] in data:
                     return data[ref["key"]]
                 if optional:
@@ -111,7 +117,7 @@ class PodEnvironment:
                 "metadata.name": pod["metadata"]["name"], "metadata.namespace": ns,
                 "metadata.uid": pod["metadata"]["uid"], "spec.nodeName": self.node_name,
                 "spec.serviceAccountName": pod["spec"].get("serviceAccountName", "default"),
-                "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1",
+                "status.podIP": pod_ip, "status.hostIP": "127.0.0.1",
             }  # fmt: skip
             if path in simple:
                 return str(simple[path])
@@ -121,7 +127,7 @@ class PodEnvironment:
             raise ConfigError(f"unsupported fieldRef {path!r} in the test node runner")
         raise ConfigError(f"unsupported valueFrom for env {var['name']} in the test node runner")
 
-    def _data(self, core: Any, kind: str, ns: str, name: str, optional: bool) -> dict[str, str] | None:
+    def data(self, core: Any, kind: str, ns: str, name: str, optional: bool) -> dict[str, str] | None:
         read = core.read_namespaced_secret if kind == "Secret" else core.read_namespaced_config_map
         try:
             obj = json.loads(read(name, ns, _preload_content=False).data)
