@@ -9,6 +9,8 @@ and logs. ``sparkcdc run`` runs as a subprocess (tests/harness/runner.py).
 from __future__ import annotations
 
 import json
+import random
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import yaml
 
 from harness.mariadb import unique_name
@@ -23,6 +26,7 @@ from harness.runner import RunResult, SparkcdcProcess, load_checkpoint, run_spar
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.testing.mariadb import MariaDBServer
+from sparkcdc.testing.postgres import PostgresServer
 
 Row = tuple[Any, ...]
 
@@ -103,6 +107,28 @@ class Case:
                 "sink": sink_spec,
             },
         }
+
+    def to_postgres(
+        self, pipeline: dict[str, Any], postgres: PostgresServer, database: str | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Point ``pipeline``'s JDBC sink at a new PostgreSQL database owned by ``cdc`` (default
+        ``<db>_pg``); returns its name and the Secret document holding the ``cdc`` password, to
+        pass to ``manifest`` with the pipelines."""
+        assert postgres.cdc_user and postgres.cdc_password
+        database = database or f"{self.db}_pg"
+        postgres.execute(f'CREATE DATABASE "{database}" OWNER "{postgres.cdc_user}"', database="postgres")
+        pipeline["spec"]["sink"].update(
+            url=f"postgresql://{postgres.host}:{postgres.port}/{database}",
+            user=postgres.cdc_user,
+            passwordSecretRef={"name": "pg-test", "key": "password"},
+        )
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "pg-test"},
+            "stringData": {"password": postgres.cdc_password},
+        }
+        return database, secret
 
     def manifest(self, file: str, *pipelines: dict[str, Any]) -> Path:
         assert self.server.cdc_password
@@ -238,3 +264,58 @@ def wait_until(condition: Callable[[], bool], timeout: float, interval: float = 
             return True
         time.sleep(interval)
     return condition()
+
+
+# -- a writer beside the pipeline -----------------------------------------------------------------
+
+
+class RandomWriter:
+    """Random small transactions on the source, in a thread of their own, until stopped.
+
+    A subclass says what one operation is (``op``); each transaction holds 1 to ``most`` of them,
+    so a batch of the pipeline sees multi-row and multi-table transactions. ``stop`` (or leaving
+    the ``with`` block) raises whatever the writer met, so a broken writer fails its test.
+    """
+
+    def __init__(self, case: Case, seed: int, *, most: int = 3, pause: float = 0.005) -> None:
+        self._case, self._rng = case, random.Random(seed)
+        self._most, self._pause = most, pause
+        self._stop = threading.Event()
+        self.transactions = 0
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
+
+    def op(self, cur: Any) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> RandomWriter:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        server = self._case.server
+        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
+        try:
+            while not self._stop.is_set():
+                with conn.cursor() as cur:
+                    for _ in range(self._rng.randint(1, self._most)):
+                        self.op(cur)
+                conn.commit()
+                self.transactions += 1
+                time.sleep(self._pause)
+        except BaseException as err:
+            self.error = err
+        finally:
+            conn.close()

@@ -9,15 +9,11 @@ twice; two identical source rows are one sink row, as docs/reference.md says.
 
 from __future__ import annotations
 
-import random
-import threading
-import time
 from collections import Counter
 from typing import Any
 
-import pymysql
 import pytest
-from binlog_support import Case, assert_same_rows
+from binlog_support import Case, RandomWriter, assert_same_rows
 
 from sparkcdc.testing.postgres import PostgresServer
 
@@ -40,27 +36,13 @@ def _create(case: Case) -> None:
     case.execute(f"INSERT INTO `{db}`.products_no_pk VALUES (0, 'car', 'twin', 1), (0, 'car', 'twin', 1)")
 
 
-class KeylessWriter:
+class KeylessWriter(RandomWriter):
     def __init__(self, case: Case) -> None:
-        self._case = case
-        self._rng = random.Random(SEED)
-        self._stop = threading.Event()
+        super().__init__(case, SEED)
         self._ids = {t: list(range(1, 801)) for t in ("products_no_pk", "events_no_pk")}
         self._next = 10_000
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="keyless-writer", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
-
-    def _op(self, cur: Any) -> None:
+    def op(self, cur: Any) -> None:
         table = self._rng.choice(list(self._ids))
         ids, name = self._ids[table], f"`{self._case.db}`.{table}"
         kind = self._rng.choices(["insert", "update", "retype", "delete"], [3, 4, 2, 2])[0]
@@ -81,22 +63,6 @@ class KeylessWriter:
             ids[index] = ids[-1]
             ids.pop()
 
-    def _run(self) -> None:
-        server = self._case.server
-        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
-        try:
-            while not self._stop.is_set():
-                with conn.cursor() as cur:
-                    for _ in range(self._rng.randint(1, 3)):
-                        self._op(cur)
-                conn.commit()
-                self.transactions += 1
-                time.sleep(0.005)
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()
-
 
 def _pipeline(case: Case, name: str) -> dict[str, Any]:
     pipeline = case.pipeline(name, ["products_no_pk", "events_no_pk"], snapshot={"chunkSize": 60})
@@ -115,20 +81,8 @@ def _distinct(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 @pytest.mark.timeout(600)
 def test_keyless_tables_under_writer_and_kill(case: Case, postgres: PostgresServer) -> None:
     _create(case)
-    database = f"{case.db}_pg"
-    postgres.execute(f'CREATE DATABASE "{database}" OWNER "{postgres.cdc_user}"', database="postgres")
     pg = _pipeline(case, "nopk-pg")
-    pg["spec"]["sink"].update(
-        url=f"postgresql://{postgres.host}:{postgres.port}/{database}",
-        user=postgres.cdc_user,
-        passwordSecretRef={"name": "pg-test", "key": "password"},
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "pg-test"},
-        "stringData": {"password": postgres.cdc_password},
-    }
+    database, secret = case.to_postgres(pg, postgres)
     manifest = case.manifest("nopk.yaml", secret, _pipeline(case, "nopk"), pg)
     writer = KeylessWriter(case)
     writer.start()

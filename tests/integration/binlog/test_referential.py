@@ -11,14 +11,12 @@ exactly equal to the source, and the run warns about a child whose parent is not
 from __future__ import annotations
 
 import random
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
-from binlog_support import Case, assert_same_rows
+from binlog_support import Case, RandomWriter, assert_same_rows
 
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.testing.postgres import PostgresServer
@@ -56,28 +54,14 @@ def _create(case: Case) -> None:
     case.execute(f"INSERT INTO `{db}`.badge SELECT seq, 1 + seq % 30, 'red' FROM `{db}`.seq_1_to_60")
 
 
-class FkWriter:
+class FkWriter(RandomWriter):
     """Transactions that insert, delete and re-key departments and employees (cascading to
     their children), and insert children under random parents, until stopped."""
 
     def __init__(self, case: Case) -> None:
-        self._case = case
-        self._rng = random.Random(SEED)
-        self._stop = threading.Event()
+        super().__init__(case, SEED)
         self._next = 100_000
         self.cascading = 0
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="fk-writer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
 
     def _new_id(self) -> int:
         self._next += 1
@@ -88,7 +72,7 @@ class FkWriter:
         row = cur.fetchone()
         return None if row is None else int(row[0])
 
-    def _op(self, cur: Any) -> None:
+    def op(self, cur: Any) -> None:
         db = self._case.db
         kind = self._rng.choices(
             ["dept+", "emp+", "task+", "badge+", "dept-", "dept~", "emp-", "emp~", "emp="],
@@ -115,22 +99,6 @@ class FkWriter:
             dept = self._pick(cur, "dept")
             cur.execute(f"UPDATE `{db}`.emp SET dept_id = %s WHERE id = %s", (dept, victim))
 
-    def _run(self) -> None:
-        server = self._case.server
-        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
-        try:
-            while not self._stop.is_set():
-                with conn.cursor() as cur:
-                    for _ in range(self._rng.randint(1, 3)):
-                        self._op(cur)
-                conn.commit()
-                self.transactions += 1
-                time.sleep(0.005)
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()
-
 
 def _offset_moved(before: Checkpoint | None, now: Checkpoint | None) -> bool:
     mark = before.binlog_offset if before is not None else None
@@ -149,29 +117,13 @@ def _kill_in_stream(case: Case, manifest: Path, name: str) -> None:
         run.kill()
 
 
-def _pg_pipeline(case: Case, postgres: PostgresServer, database: str) -> dict[str, Any]:
-    pipeline = case.pipeline("fk-pg", [*TABLES, "room"])
-    pipeline["spec"]["sink"].update(
-        url=f"postgresql://{postgres.host}:{postgres.port}/{database}",
-        user=postgres.cdc_user,
-        passwordSecretRef={"name": "pg-test", "key": "password"},
-    )
-    return pipeline
-
-
 @pytest.mark.timeout(600)
 def test_cascade_chain_and_set_null_under_writer_and_kills(case: Case, postgres: PostgresServer) -> None:
     _create(case)
-    database = f"{case.db}_pg"
-    postgres.execute(f'CREATE DATABASE "{database}" OWNER "{postgres.cdc_user}"', database="postgres")
-    pg_secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "pg-test"},
-        "stringData": {"password": postgres.cdc_password},
-    }
+    pg = case.pipeline("fk-pg", [*TABLES, "room"])
+    database, pg_secret = case.to_postgres(pg, postgres)
     mysql = case.pipeline("fk", [*TABLES, "room"])
-    manifest = case.manifest("fk.yaml", pg_secret, mysql, _pg_pipeline(case, postgres, database))
+    manifest = case.manifest("fk.yaml", pg_secret, mysql, pg)
     first = case.run_ok(manifest)  # the snapshot, before the writer
     assert f"{case.db}.site is not captured" in first.stdout + first.stderr, first.describe()
     writer = FkWriter(case)

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import io
 import random
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
-from binlog_support import Case, assert_same_rows, replay_changelog
+from binlog_support import Case, RandomWriter, assert_same_rows, replay_changelog
 from rich.console import Console
 
 from sparkcdc.api.manifest import load_manifests
@@ -111,27 +109,14 @@ def test_exclude_tables_never_reach_the_sink(case: Case) -> None:
     assert checkpoint is not None and sorted(t.table for t in checkpoint.tables) == ["keep_a", "keep_b"]
 
 
-class ShardWriter:
+class ShardWriter(RandomWriter):
     """Random small transactions over every shard: inserts (keys that exist in other shards
     too), updates, key changes and deletes, until stopped."""
 
     def __init__(self, case: Case, shards: list[tuple[str, str]]) -> None:
-        self._case, self._shards = case, shards
-        self._rng = random.Random(SEED)
-        self._stop = threading.Event()
+        super().__init__(case, SEED, most=4, pause=0.01)  # one transaction may touch several shards
+        self._shards = shards
         self._keys = {s: list(range(1, SHARD_ROWS + 1)) for s in shards}
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="shard-writer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
 
     def _free_key(self, shard: tuple[str, str]) -> int:
         used = set(self._keys[shard])
@@ -140,7 +125,7 @@ class ShardWriter:
             if key not in used:
                 return key
 
-    def _op(self, cur: Any) -> None:
+    def op(self, cur: Any) -> None:
         shard = self._rng.choice(self._shards)
         name = f"`{shard[0]}`.`{shard[1]}`"
         keys = self._keys[shard]
@@ -163,22 +148,6 @@ class ShardWriter:
             cur.execute(f"DELETE FROM {name} WHERE id = %s", (keys[index],))
             keys[index] = keys[-1]
             keys.pop()
-
-    def _run(self) -> None:
-        server = self._case.server
-        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
-        try:
-            while not self._stop.is_set():
-                with conn.cursor() as cur:
-                    for _ in range(self._rng.randint(1, 4)):
-                        self._op(cur)  # one transaction may touch several shards
-                conn.commit()
-                self.transactions += 1
-                time.sleep(0.01)
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()
 
 
 def _shards(case: Case) -> list[tuple[str, str]]:
@@ -257,24 +226,12 @@ def test_merging_route_into_postgres_and_the_changelog(case: Case, postgres: Pos
     shards = _shards(case)
     pattern = rf"({case.db}|{case.db}_b)\.orders_[0-9]+"
     route = [{"sourceTables": pattern, "sinkTable": "orders", "sourceColumns": {"database": "src_db"}}]
-    database = f"{case.db}_pg"
-    postgres.execute(f'CREATE DATABASE "{database}" OWNER "{postgres.cdc_user}"', database="postgres")
     pg = case.pipeline("merge-pg", [f"re:{pattern}"], snapshot={"chunkSize": 40})
-    pg["spec"]["sink"].update(
-        url=f"postgresql://{postgres.host}:{postgres.port}/{database}",
-        user=postgres.cdc_user,
-        passwordSecretRef={"name": "pg-test", "key": "password"},
-    )
+    database, pg_secret = case.to_postgres(pg, postgres)
     log = case.pipeline("merge-log", [f"re:{pattern}"], sink="changelog", snapshot={"chunkSize": 40})
     for pipeline in (pg, log):
         pipeline["spec"]["routes"] = route
         pipeline["spec"]["startup"] = {"mode": "initial"}
-    pg_secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "pg-test"},
-        "stringData": {"password": postgres.cdc_password},
-    }
     manifest = case.manifest("merge-pg.yaml", pg_secret, pg, log)
     writer = ShardWriter(case, shards)
     writer.start()

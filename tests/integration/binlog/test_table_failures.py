@@ -10,13 +10,10 @@ naming the failed table, and a restart keeps it failed while the others stream o
 
 from __future__ import annotations
 
-import random
-import threading
 import time
 from typing import Any
 
-import pymysql
-from binlog_support import Case, assert_same_rows
+from binlog_support import Case, RandomWriter, assert_same_rows
 
 from harness.runner import RunResult
 from sparkcdc.core.checkpoint import Phase
@@ -40,28 +37,14 @@ def _create(case: Case, bad_value: str) -> None:
         )
 
 
-class Writer:
+class Writer(RandomWriter):
     """Small transactions on the good tables (and short values into ``bad``) until stopped."""
 
     def __init__(self, case: Case) -> None:
-        self._case, self._rng = case, random.Random(14)
-        self._stop = threading.Event()
+        super().__init__(case, 14, pause=0.01)
         self._next = ROWS + 1
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
 
-    def __enter__(self) -> Writer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
-
-    def _op(self, cur: Any) -> None:
+    def op(self, cur: Any) -> None:
         table = f"`{self._case.db}`.`{self._rng.choice([*GOOD, 'bad'])}`"
         kind = self._rng.choice(["insert", "update", "update", "delete"])
         key = self._rng.randint(1, self._next - 1)
@@ -74,22 +57,6 @@ class Writer:
             )
         else:
             cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
-
-    def _run(self) -> None:
-        server = self._case.server
-        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
-        try:
-            while not self._stop.is_set():
-                with conn.cursor() as cur:
-                    for _ in range(self._rng.randint(1, 3)):
-                        self._op(cur)
-                conn.commit()
-                self.transactions += 1
-                time.sleep(0.01)
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()
 
 
 def _assert_bad_failed(case: Case, pipeline: str, result: RunResult, *markers: str) -> str:
@@ -158,20 +125,8 @@ def test_rows_refused_while_streaming_fail_their_table_alone(case: Case) -> None
 
 def test_rows_refused_by_postgres_while_streaming(case: Case, postgres: PostgresServer) -> None:
     _create(case, "CAST(seq % 1000 AS CHAR)")
-    database = f"{case.db}_pg"
-    postgres.execute(f'CREATE DATABASE "{database}" OWNER "{postgres.cdc_user}"', database="postgres")
     pipeline = case.pipeline("pg", ["good_a", "bad", "good_b"])
-    pipeline["spec"]["sink"].update(
-        url=f"postgresql://{postgres.host}:{postgres.port}/{database}",
-        user=postgres.cdc_user,
-        passwordSecretRef={"name": "pg-test", "key": "password"},
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "pg-test"},
-        "stringData": {"password": postgres.cdc_password},
-    }
+    database, secret = case.to_postgres(pipeline, postgres)
     manifest = case.manifest("pg.yaml", secret, pipeline)
     case.run_ok(manifest)
     postgres.execute("ALTER TABLE bad ALTER COLUMN v TYPE VARCHAR(3)", database=database)

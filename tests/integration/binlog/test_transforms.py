@@ -49,21 +49,8 @@ def _sha(value: str) -> str:
 
 
 def _pg_pipeline(case: Case, postgres: PostgresServer, name: str, tables: list[str]) -> list[dict[str, Any]]:
-    assert postgres.cdc_user and postgres.cdc_password
-    database = f"{case.db}_{name.replace('-', '_')}"
-    postgres.execute(f'CREATE DATABASE "{database}" OWNER "{postgres.cdc_user}"', database="postgres")
     pipeline = case.pipeline(name, tables)
-    pipeline["spec"]["sink"].update(
-        url=f"postgresql://{postgres.host}:{postgres.port}/{database}",
-        user=postgres.cdc_user,
-        passwordSecretRef={"name": "pg-test", "key": "password"},
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "pg-test"},
-        "stringData": {"password": postgres.cdc_password},
-    }
+    _, secret = case.to_postgres(pipeline, postgres, f"{case.db}_{name.replace('-', '_')}")
     return [secret, pipeline]
 
 
