@@ -9,6 +9,7 @@ import pytest
 from binlog_support import Case, new_case
 
 from harness.mariadb import start_server
+from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 from sparkcdc.testing.mariadb import MariaDBServer
 
 
@@ -30,3 +31,11 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServ
         yield server
     finally:
         server.cleanup()
+
+
+@pytest.fixture
+def waves_in_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sparkcdc run`` reads snapshot waves on the driver's threads (the product's default, not the
+    suite's ``never``): the same task code as on Spark without a JVM start per run, for tests about
+    what is written rather than where it is read. The Spark path is covered by the snapshot tests."""
+    monkeypatch.setenv(IN_DRIVER_ENV, "auto")

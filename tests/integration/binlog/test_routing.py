@@ -26,7 +26,6 @@ from rich.console import Console
 
 from sparkcdc.api.manifest import load_manifests
 from sparkcdc.core.checkpoint import Checkpoint
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 from sparkcdc.testing.postgres import PostgresServer
 from sparkcdc.verify.local import verify_local
 from sparkcdc.verify.runner import VerifyOptions
@@ -34,13 +33,8 @@ from sparkcdc.verify.runner import VerifyOptions
 SHARD_ROWS = 240
 SEED = 20261126
 
-
-@pytest.fixture(autouse=True)
-def _waves_in_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs read their snapshot waves on the driver's threads (the product's default): the
-    same task code as on Spark, without a JVM start per run. The suite's Spark path is covered by
-    the snapshot tests (tests/conftest.py)."""
-    monkeypatch.setenv(IN_DRIVER_ENV, "auto")
+# Their runs read snapshot waves on the driver's threads (binlog/conftest.py): no JVM per run.
+pytestmark = pytest.mark.usefixtures("waves_in_the_driver")
 
 
 def _second_db(case: Case) -> str:
