@@ -30,7 +30,7 @@ def _check_template(value: str) -> str:
         check_template(value)
     except ValueError as err:
         raise SpecError(str(err)) from None
-    if "/" in value and any(part in ("", ".", "..") for part in value.split("/")):
+    if any(part in ("", ".", "..") for part in value.split("/")):
         raise SpecError(f"{value!r} must not have empty, '.' or '..' path segments")
     return value
 

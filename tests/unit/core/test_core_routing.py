@@ -116,6 +116,8 @@ def test_spec_accepts_a_template_an_exclusion_or_a_merging_route() -> None:
     [
         ({"sink": {"tableName": "{schema}"}}, "only {db} and {table}"),
         ({"sink": {"tableName": "x/{table}"}}, "without /"),
+        ({"sink": {"type": "changelog", "path": "/tmp/log", "tableName": ".."}}, "'..' path segments"),
+        ({"sink": {"type": "delta", "path": "/tmp/lake", "tableName": "a//{table}"}}, "empty"),
         ({"routes": [{"sourceTables": r"(a|b)\.orders", "sinkTable": "{db}"}]}, "cannot depend on {db}"),
         (
             {
