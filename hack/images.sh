@@ -19,7 +19,6 @@
 # Usage: hack/images.sh [--force] [spark|operator ...]      (default: both)
 # Env:   SPARKCDC_CACHE_DIR  cache root (default: ~/.cache/sparkcdc)
 #        SPARKCDC_BUILD_CA_DIR  extra CA certificates for the builds (default: /usr/local/share/ca-certificates)
-#        PODMAN              podman command (default: podman with runc and cgroupfs, see below)
 #        NICE                niceness for the builds (default 15)
 set -euo pipefail
 
@@ -59,7 +58,7 @@ fi
 # crun, podman's default runtime, refuses hybrid cgroup layouts (common on CI machines) and raising
 # resource limits may be refused: runc, cgroupfs and explicit limits work everywhere podman does.
 # The same flags are in sparkcdc.testing.containers, which runs the images in tests.
-read -r -a P <<<"${PODMAN:-podman --runtime runc --cgroup-manager cgroupfs}"
+P=(podman --runtime runc --cgroup-manager cgroupfs)
 LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 # A machine whose HTTPS egress is inspected trusts extra CAs from /usr/local/share/ca-certificates; the
 # builds need them too (pip, Maven, the Go proxy). Mounted there during RUN, the Debian ca-certificates

@@ -2,13 +2,11 @@
 
 The podman flags are the ones that work on the CI machine kind (see docs/testing.md, "Containers"):
 ``runc`` because ``crun`` refuses hybrid cgroup layouts, ``cgroupfs`` without systemd, and explicit
-resource limits because raising them is refused. ``$PODMAN`` replaces the podman command with its
-runtime flags (as it does for ``hack/images.sh``).
+resource limits because raising them is refused; ``hack/images.sh`` builds with the same flags.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -31,7 +29,7 @@ class Images:
 
 def podman() -> list[str]:
     """The podman command with its runtime flags."""
-    return shlex.split(os.environ.get("PODMAN") or DEFAULT_PODMAN)
+    return shlex.split(DEFAULT_PODMAN)
 
 
 def ensure_images() -> Images:

@@ -35,9 +35,8 @@ from sparkcdc.testing.kube import set_pdeathsig
 from sparkcdc.testing.pod_container import (
     PodFiles,
     container_name,
-    make_empty_dir,
     podman_run_args,
-    write_volume_files,
+    prepare_volumes,
 )
 from sparkcdc.testing.pod_env import ConfigError, Obj, PodEnvironment, PodProcess, expand
 
@@ -275,19 +274,11 @@ class NodeRunner:
     ) -> list[str]:
         """``podman run ...`` of container ``c``, its volumes prepared under the pod's directory."""
         files = PodFiles(p.pod_dir, p.sa_dir, p.message_path)
-        for volume in pod["spec"].get("volumes") or []:
-            into = files.volume_dir(volume["name"])
-            if "emptyDir" in volume:
-                make_empty_dir(into)
-            for kind, key, name_key in (
-                ("Secret", "secret", "secretName"),
-                ("ConfigMap", "configMap", "name"),
-            ):
-                if key in volume:
-                    source = volume[key]
-                    optional = bool(source.get("optional"))
-                    data = self.environment.data(core, kind, p.namespace, source[name_key], optional)
-                    write_volume_files(volume, data or {}, into)
+        prepare_volumes(
+            pod,
+            files,
+            lambda kind, name, optional: self.environment.data(core, kind, p.namespace, name, optional),
+        )
         # A fresh, empty termination message file the container's user can write.
         p.message_path.write_bytes(b"")
         p.message_path.chmod(0o666)

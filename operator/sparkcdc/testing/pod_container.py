@@ -21,7 +21,7 @@ by piece:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,3 +172,19 @@ def make_empty_dir(into: Path) -> None:
     """An emptyDir writable by any uid, as the kubelet makes it (mode 0777)."""
     into.mkdir(parents=True, exist_ok=True)
     into.chmod(0o777)
+
+
+def prepare_volumes(
+    pod: Obj, files: PodFiles, read: Callable[[str, str, bool], Mapping[str, str] | None]
+) -> None:
+    """The pod's ``emptyDir``, secret and configMap volumes as directories under its own, the
+    data read with ``read(kind, name, optional)`` (the API server's, as a kubelet would)."""
+    for volume in pod["spec"].get("volumes") or []:
+        into = files.volume_dir(volume["name"])
+        if "emptyDir" in volume:
+            make_empty_dir(into)
+        for kind, key, name_key in (("Secret", "secret", "secretName"), ("ConfigMap", "configMap", "name")):
+            if key in volume:
+                source = volume[key]
+                data = read(kind, source[name_key], bool(source.get("optional")))
+                write_volume_files(volume, data or {}, into)
