@@ -8,6 +8,7 @@ and logs. ``sparkcdc run`` runs as a subprocess (tests/harness/runner.py).
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import threading
@@ -27,6 +28,7 @@ from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer
+from sparkcdc.verify.report import PipelineReport
 
 Row = tuple[Any, ...]
 
@@ -196,6 +198,21 @@ class Case:
         source = self.execute(f"SELECT * FROM `{self.db}`.`{table}` {where}")
         sink = self.rows(self.sink_db(suffix), table)
         assert_same_rows(source, sink, f"{self.db}.{table} -> {suffix}")
+
+    def verify(self, spark: Any, manifest: Path) -> list[PipelineReport]:
+        """``sparkcdc verify`` of ``manifest``'s pipelines in this process; asserts every chunk matched."""
+        from rich.console import Console
+
+        from sparkcdc.api.manifest import load_manifests
+        from sparkcdc.verify.local import verify_local
+        from sparkcdc.verify.runner import VerifyOptions
+
+        code, reports = verify_local(
+            load_manifests([str(manifest)]), self.state_dir, VerifyOptions(),
+            console=Console(file=io.StringIO()), spark=spark,
+        )  # fmt: skip
+        assert code == 0, [(t.table, t.differing) for r in reports for t in r.tables]
+        return reports
 
     def cleanup(self) -> None:
         for name in [self.db, *self.sink_dbs]:

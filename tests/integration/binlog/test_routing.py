@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import io
 import random
 import time
 from pathlib import Path
@@ -22,13 +21,9 @@ from typing import Any
 
 import pytest
 from binlog_support import Case, RandomWriter, assert_same_rows, replay_changelog
-from rich.console import Console
 
-from sparkcdc.api.manifest import load_manifests
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.testing.postgres import PostgresServer
-from sparkcdc.verify.local import verify_local
-from sparkcdc.verify.runner import VerifyOptions
 
 SHARD_ROWS = 240
 SEED = 20261126
@@ -206,14 +201,8 @@ def test_merging_route_under_writer_and_kills(case: Case, spark: Any) -> None:
     shared = f"SELECT COUNT(*) FROM (SELECT id FROM `{sink}`.orders GROUP BY id HAVING COUNT(*) > 1) AS t"
     assert case.execute(shared)[0][0] > 100  # keys of several shards, kept apart by the source columns
     # verify compares each shard with its own rows of the merged target
-    code, reports = verify_local(
-        load_manifests([str(manifest)]),
-        case.state_dir,
-        VerifyOptions(),
-        console=Console(file=io.StringIO()),
-        spark=spark,
-    )
-    assert code == 0 and sum(t.chunks for r in reports for t in r.tables) > 4
+    reports = case.verify(spark, manifest)
+    assert sum(t.chunks for r in reports for t in r.tables) > 4
 
 
 def test_merging_route_into_postgres_and_the_changelog(case: Case, postgres: PostgresServer) -> None:

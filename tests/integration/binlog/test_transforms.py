@@ -17,18 +17,12 @@
 from __future__ import annotations
 
 import hashlib
-import io
-from pathlib import Path
 from typing import Any
 
 import pytest
 from binlog_support import Case, assert_same_rows
-from rich.console import Console
 
-from sparkcdc.api.manifest import load_manifests
 from sparkcdc.testing.postgres import PostgresServer
-from sparkcdc.verify.local import verify_local
-from sparkcdc.verify.runner import VerifyOptions
 
 SECRET_EMAIL = "alice.secret@example.org"
 SECRET_SSN = "078-05-1120"
@@ -46,17 +40,6 @@ def _pg_pipeline(case: Case, postgres: PostgresServer, name: str, tables: list[s
     pipeline = case.pipeline(name, tables)
     _, secret = case.to_postgres(pipeline, postgres, f"{case.db}_{name.replace('-', '_')}")
     return [secret, pipeline]
-
-
-def _verify(case: Case, spark: Any, manifest: Path) -> None:
-    code, reports = verify_local(
-        load_manifests([str(manifest)]),
-        case.state_dir,
-        VerifyOptions(),
-        console=Console(file=io.StringIO()),
-        spark=spark,
-    )
-    assert code == 0, [(t.table, t.differing) for r in reports for t in r.tables]
 
 
 def _create_customers(case: Case) -> None:
@@ -119,7 +102,7 @@ def test_masked_and_excluded_columns_never_reach_a_sink(
         assert secret_value not in dump, f"{secret_value} leaked into a sink, changelog file or log"
     assert _sha(SECRET_EMAIL) in dump  # the changelog holds the digest
 
-    _verify(case, spark, case.manifest("masked-verify.yaml", jdbc))
+    case.verify(spark, case.manifest("masked-verify.yaml", jdbc))
 
 
 def test_a_key_column_cannot_be_left_out(case: Case) -> None:
@@ -182,4 +165,4 @@ def test_soft_deletes_and_metadata_columns(case: Case, postgres: PostgresServer,
     assert all(ts > 0 for _, _, ts in read)
     changed = case.execute(f"SELECT _binlog_file, _binlog_pos FROM `{sink}`.t WHERE _op <> 'r'")
     assert all((f, p) > (snapshot_end.file, snapshot_end.pos) for f, p in changed)
-    _verify(case, spark, case.manifest("soft-verify.yaml", jdbc))
+    case.verify(spark, case.manifest("soft-verify.yaml", jdbc))
