@@ -99,6 +99,14 @@ class SnapshotSpec(ApiModel):
         default_factory=DistributionFactor,
         description="When a numeric key is split evenly instead of by querying chunk ends.",
     )
+    read_in_driver: Literal["auto", "never", "always"] = Field(
+        default="auto",
+        description="Where snapshot splits are read. auto: the driver reads the first waves itself "
+        "while Spark (on Kubernetes: its executor pods) starts, and hands the rest to Spark once it "
+        "is up and the remaining splits are worth it; never: every wave on Spark, which starts at "
+        "once; always: every wave in the driver, Spark is not started. A sink that writes with Spark "
+        "from the driver (Delta) always uses Spark.",
+    )
     splits_per_task: int = Field(
         default=4,
         ge=1,

@@ -278,6 +278,7 @@ class PipelineDriver:
                 self._snapshot.parallelism,
                 self._listener,
                 threads=self._driver_threads or self._snapshot.parallelism,
+                mode=self._snapshot.read_in_driver,
             )
             if checkpoint is None or not checkpoint.snapshot_done:
                 runner.begin()

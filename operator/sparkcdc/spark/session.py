@@ -183,10 +183,10 @@ def takes_jobs(spark: Any, warm: threading.Event | None) -> bool:
 IN_DRIVER_CHOICES = ("auto", "never", "always")
 
 
-def in_driver_choice(variable: str) -> str:
-    """``$variable``, which says where work that can run on the driver's threads runs: ``auto``
-    (the default: there while Spark is not up), ``never`` (always on Spark), ``always``."""
-    choice = os.environ.get(variable) or "auto"
+def in_driver_choice(variable: str, default: str = "auto") -> str:
+    """``$variable`` or else ``default``, which says where work that can run on the driver's threads
+    runs: ``auto`` (there while Spark is not up), ``never`` (always on Spark), ``always``."""
+    choice = os.environ.get(variable) or default
     if choice not in IN_DRIVER_CHOICES:
         raise ValueError(f"{variable}={choice!r}: use one of {', '.join(IN_DRIVER_CHOICES)}")
     return choice

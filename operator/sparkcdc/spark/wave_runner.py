@@ -11,8 +11,9 @@ goes on reading, so executor start-up costs no snapshot time. A sink that writes
 the driver (Delta) needs Spark for every wave and starts it at once; a session started before
 the snapshot (the operator's driver pod, ``make demo``) takes the waves once its workers are up.
 
-``SPARKCDC_SNAPSHOT_IN_DRIVER``: ``auto`` (the default, as above), ``never`` (every wave on
-Spark, which starts at once), ``always`` (every wave in the driver; Spark is not started).
+``spec.snapshot.readInDriver`` (the ``mode``): ``auto`` (the default, as above), ``never`` (every
+wave on Spark, which starts at once), ``always`` (every wave in the driver; Spark is not started).
+``SPARKCDC_SNAPSHOT_IN_DRIVER``, when set, overrides it (benchmarks compare the modes with it).
 ``SPARKCDC_SPARK_WORTH_SECONDS`` overrides ``SPARK_WORTH_SECONDS``.
 """
 
@@ -48,7 +49,14 @@ class WaveRunner:
     """Runs each wave on Spark once it is up, in the driver before (see the module's doc)."""
 
     def __init__(
-        self, spark: Any, sink: SinkConfig, workers: int, listener: PipelineListener, *, threads: int = 0
+        self,
+        spark: Any,
+        sink: SinkConfig,
+        workers: int,
+        listener: PipelineListener,
+        *,
+        threads: int = 0,
+        mode: str = "auto",
     ) -> None:
         """``workers``: Spark's Python workers to warm up; ``threads``: tasks the driver runs at
         once (default ``workers``). On Kubernetes that is the driver pod's cores: a task holds up
@@ -58,7 +66,7 @@ class WaveRunner:
         self._sink = sink
         self._workers = workers
         self._listener = listener
-        self._mode = "never" if writes_in_driver(sink) else in_driver_choice(IN_DRIVER_ENV)
+        self._mode = "never" if writes_in_driver(sink) else in_driver_choice(IN_DRIVER_ENV, mode)
         self._warm: threading.Event | None = None  # set once Spark's start-up thread is done
         self._on_spark = threading.Event()  # a wave was submitted to Spark
         self._driver_splits = 0
