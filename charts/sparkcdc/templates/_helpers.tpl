@@ -128,6 +128,11 @@ app.kubernetes.io/component: driver
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["create", "delete", "get", "list", "watch", "patch", "update"]
+# Each pipeline's Spark authentication key (spark_pods.py), mounted by its driver and executor pods.
+# Create only: the operator never reads, lists or watches a Secret.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 # Events on pipelines (the operator's and kopf's).
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]

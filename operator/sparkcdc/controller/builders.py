@@ -1,5 +1,5 @@
 """Pure builders of the objects the operator creates: the driver Pod, its headless Service, and
-the pipeline's own driver ServiceAccount, Role and RoleBinding.
+the pipeline's own driver ServiceAccount, Role and RoleBinding (Spark's own pieces: ``spark_pods``).
 
 No I/O: every input is an argument, so the output is easy to test and to diff. Database
 credentials reach the driver only as ``env.valueFrom.secretKeyRef``; the env var names come from
@@ -26,6 +26,10 @@ BLOCK_MANAGER_PORT = 7079
 DRIVER_METRICS_PORT = 8090  # the driver's Prometheus endpoint (0: none)
 SPARK_LOCAL_DIR = "/var/lib/sparkcdc/spark-local"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# The pipeline's Spark authentication key, mounted from its Secret in the driver and the executors.
+SPARK_AUTH_VOLUME = "spark-auth"
+SPARK_AUTH_KEY = "spark-auth-key"
+SPARK_AUTH_FILE = "/var/run/secrets/sparkcdc/spark-auth/key"
 
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_COMPONENT = "app.kubernetes.io/component"
@@ -99,6 +103,48 @@ def owner_reference(pipeline: CdcPipeline) -> dict[str, Any]:
     }
 
 
+def spark_auth_secret_name(pipeline: str) -> str:
+    """The Secret holding pipeline ``pipeline``'s Spark authentication key."""
+    return driver_account_name(pipeline).replace("-sparkcdc-driver", "-sparkcdc-spark-auth")
+
+
+def spark_auth_volume(pipeline: CdcPipeline) -> dict[str, Any]:
+    """The Secret with the pipeline's Spark key as a file only the pod's group (fsGroup) reads."""
+    source = {
+        "secretName": spark_auth_secret_name(pipeline.metadata.name),
+        "defaultMode": 0o440,
+        "items": [{"key": SPARK_AUTH_KEY, "path": SPARK_AUTH_FILE.rsplit("/", 1)[1]}],
+    }
+    return {"name": SPARK_AUTH_VOLUME, "secret": source}
+
+
+def spark_auth_mount() -> dict[str, Any]:
+    return {"name": SPARK_AUTH_VOLUME, "mountPath": SPARK_AUTH_FILE.rsplit("/", 1)[0], "readOnly": True}
+
+
+def restricted_pod_context() -> dict[str, Any]:
+    """The pod securityContext of drivers and executors: the ``restricted`` Pod Security Standard."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": SPARK_UID,
+        "runAsGroup": SPARK_UID,
+        "fsGroup": SPARK_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def restricted_container_context() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": SPARK_UID,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def driver_host(pipeline: CdcPipeline) -> str:
     """``spark.driver.host``: executors reach the driver through its headless Service."""
     return f"{driver_service_name(pipeline.metadata.name)}.{_namespace(pipeline)}.svc"
@@ -129,19 +175,16 @@ def driver_pod(
         "automountServiceAccountToken": True,  # the driver writes its checkpoint to status
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": 30,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": SPARK_UID,
-            "runAsGroup": SPARK_UID,
-            "fsGroup": SPARK_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": restricted_pod_context(),
         "containers": [_driver_container(pipeline, epoch, image, spark_master, command, metrics_port)],
         "volumes": [
             {"name": "tmp", "emptyDir": {}},
             {"name": "spark-local", "emptyDir": {}},
         ],
     }
+    if spark_master.startswith("k8s://"):
+        pod_spec["volumes"].append(spark_auth_volume(pipeline))
+        pod_spec["containers"][0]["volumeMounts"].append(spark_auth_mount())
     if scheduler_name:
         pod_spec["schedulerName"] = scheduler_name
     return {
@@ -182,15 +225,7 @@ def _driver_container(
         "env": env,
         "ports": ports,
         "resources": _driver_resources(spark.driver.cores, spark.driver.memory),
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": SPARK_UID,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "privileged": False,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": restricted_container_context(),
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [
             {"name": "tmp", "mountPath": "/tmp"},
@@ -208,7 +243,8 @@ def _driver_env(pipeline: CdcPipeline, epoch: int, image: str, spark_master: str
         {"name": ENV_PIPELINE_NAMESPACE, "value": _namespace(pipeline)},
         {"name": ENV_EPOCH, "value": str(epoch)},
         {"name": ENV_SPARK_MASTER, "value": spark_master},
-        {"name": ENV_DRIVER_HOST, "value": driver_host(pipeline)},
+        # Spark's driver address: executors connect to the pod's IP (no cluster DNS needed).
+        {"name": ENV_DRIVER_HOST, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": ENV_IMAGE, "value": image},
         {"name": ENV_POD_NAME, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         # The root filesystem is read-only: Spark, Ivy and Python caches go to the emptyDirs.
@@ -266,45 +302,6 @@ def driver_service(pipeline: CdcPipeline, metrics_port: int = DRIVER_METRICS_POR
             "ports": ports,
         },
     }
-
-
-def driver_spark_conf(pipeline: CdcPipeline, master: str, env: Mapping[str, str]) -> dict[str, str]:
-    """Spark settings of the driver; for a Kubernetes master also client-mode networking and executors."""
-    spark = pipeline.spec.spark
-    conf = {"spark.driver.memory": spark.driver.memory}
-    if master.startswith("k8s://"):
-        conf.update(_kubernetes_conf(pipeline, env))
-    conf.update(spark.conf)  # the user's settings win
-    return conf
-
-
-def _kubernetes_conf(pipeline: CdcPipeline, env: Mapping[str, str]) -> dict[str, str]:
-    spark, name = pipeline.spec.spark, pipeline.metadata.name
-    token_dir = env.get("SPARKCDC_SERVICEACCOUNT_DIR", SERVICE_ACCOUNT_DIR)
-    conf = {
-        "spark.submit.deployMode": "client",
-        "spark.driver.host": env.get(ENV_DRIVER_HOST, driver_host(pipeline)),
-        "spark.driver.bindAddress": "0.0.0.0",
-        "spark.driver.port": str(DRIVER_PORT),
-        "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
-        "spark.local.dir": SPARK_LOCAL_DIR,
-        "spark.kubernetes.namespace": _namespace(pipeline),
-        "spark.kubernetes.driver.pod.name": env.get(ENV_POD_NAME, ""),
-        "spark.kubernetes.container.image": env.get(ENV_IMAGE, spark.image),
-        "spark.kubernetes.authenticate.caCertFile": f"{token_dir}/ca.crt",
-        "spark.kubernetes.authenticate.oauthTokenFile": f"{token_dir}/token",
-        "spark.kubernetes.executor.podNamePrefix": f"{name}-e{env.get(ENV_EPOCH, '0')}",
-        "spark.executor.instances": str(spark.executor.instances),
-        "spark.executor.cores": str(spark.executor.cores),
-        "spark.executor.memory": spark.executor.memory,
-    }
-    for key, value in labels(pipeline, "executor").items():
-        conf[f"spark.kubernetes.executor.label.{key}"] = value
-    for path, ref in pipeline.secret_refs():
-        conf[f"spark.kubernetes.executor.secretKeyRef.{secret_env_name(path)}"] = f"{ref.name}:{ref.key}"
-    if spark.image_pull_policy is not None:
-        conf["spark.kubernetes.container.image.pullPolicy"] = spark.image_pull_policy
-    return conf
 
 
 # -- the driver's own account -------------------------------------------------------------------

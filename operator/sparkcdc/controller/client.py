@@ -207,6 +207,14 @@ class KubeClient:
                 raise
             patch(name, namespace, body, _content_type=MERGE_PATCH, _preload_content=False)
 
+    def create_secret(self, body: Obj) -> None:
+        """Create a Secret unless one of that name exists (the operator never reads Secrets)."""
+        try:
+            self.core.create_namespaced_secret(body["metadata"]["namespace"], body, _preload_content=False)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
     # -- config maps (retained state) ------------------------------------------------------------
     def get_config_map(self, namespace: str, name: str) -> Obj | None:
         try:

@@ -7,6 +7,7 @@ Meanwhile a background thread answers ``spec.verifyNonce`` (``driver_verify``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -24,7 +25,6 @@ from sparkcdc.controller.builders import (
     ENV_PIPELINE_NAME,
     ENV_PIPELINE_NAMESPACE,
     ENV_SPARK_MASTER,
-    driver_spark_conf,
 )
 from sparkcdc.controller.client import KubeClient, load_config
 from sparkcdc.controller.driver_listener import (
@@ -39,6 +39,13 @@ from sparkcdc.controller.driver_support import (
     write_termination_message,
 )
 from sparkcdc.controller.driver_verify import AppliedTracker, DriverVerifier
+from sparkcdc.controller.spark_pods import (
+    EXECUTOR_TEMPLATE_PATH,
+    driver_spark_conf,
+    executor_pod_template,
+    in_cluster_master,
+    runs_executors,
+)
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.core.fence import Fence, FencedError, pipeline_key
 from sparkcdc.errors import USER_ERRORS
@@ -93,12 +100,14 @@ def _run() -> None:
     _check_local_dirs(env)
     namespace, name = env[ENV_PIPELINE_NAMESPACE], env[ENV_PIPELINE_NAME]
     epoch = int(env[ENV_EPOCH])
-    master = env.get(ENV_SPARK_MASTER) or DEFAULT_SPARK_MASTER
+    master = in_cluster_master(env.get(ENV_SPARK_MASTER) or DEFAULT_SPARK_MASTER, env)
     kube = KubeClient.from_config(load_config())
     obj = kube.get_pipeline(namespace, name)
     if obj is None:
         raise RuntimeError(f"CdcPipeline {namespace}/{name} does not exist (deleted?)")
     pipeline = with_assigned_server_ids(CdcPipeline.from_k8s(obj))
+    if runs_executors(master):
+        write_executor_template(pipeline, master)
     log.info("driver of %s/%s, epoch %d, Spark master %s", namespace, name, epoch, master)
     metrics = DriverMetrics()
     metrics.epoch.set(epoch)
@@ -136,6 +145,12 @@ def _run() -> None:
             spark.stop()
     finally:
         store.close()
+
+
+def write_executor_template(pipeline: CdcPipeline, master: str) -> None:
+    """The executor pod template Spark reads (``spark.kubernetes.executor.podTemplateFile``)."""
+    with open(EXECUTOR_TEMPLATE_PATH, "w") as out:
+        json.dump(executor_pod_template(pipeline, master), out)
 
 
 def spark_conf(runtime: PipelineRuntime, master: str, env: Mapping[str, str]) -> dict[str, str]:

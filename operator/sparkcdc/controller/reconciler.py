@@ -34,6 +34,7 @@ from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.retain import restore_state
 from sparkcdc.controller.server_ids import ServerIdIndex
 from sparkcdc.controller.settings import OperatorSettings
+from sparkcdc.controller.spark_pods import runs_executors, spark_auth_secret
 from sparkcdc.core.reconcile import driver_refused, reconcile
 from sparkcdc.core.reconcile_status import driver_service_name
 from sparkcdc.core.reconcile_types import (
@@ -193,6 +194,8 @@ class Reconciler:
         """Create the driver pod (and its account); the refusal when the API server said no."""
         try:
             self._driver_account(pipeline)
+            if runs_executors(pipeline.spec.spark.master or self.settings.spark_master):
+                self.kube.create_secret(spark_auth_secret(pipeline))
             self.kube.create_pod(self.driver_pod(pipeline, epoch))
         except _AccountMissingError as err:
             refusal = Refusal(None, DRIVER_ACCOUNT_MISSING, str(err))

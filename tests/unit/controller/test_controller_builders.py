@@ -12,7 +12,6 @@ from sparkcdc.api import CdcPipeline
 from sparkcdc.controller.builders import (
     driver_pod,
     driver_service,
-    driver_spark_conf,
     secret_env_name,
     spec_hash,
 )
@@ -81,7 +80,7 @@ def test_environment() -> None:
     assert variables["SPARKCDC_PIPELINE_NAMESPACE"] == "ns"
     assert variables["SPARKCDC_EPOCH"] == "7"
     assert variables["SPARKCDC_SPARK_MASTER"] == "local[2]"
-    assert variables["SPARK_DRIVER_HOST"] == "shop-driver.ns.svc"
+    assert variables["SPARK_DRIVER_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
 
 
 def test_secrets_only_by_reference() -> None:
@@ -171,21 +170,3 @@ def test_spec_hash_ignores_operator_only_fields() -> None:
                    {"statePolicy": "Retain"}, {"resnapshotNonce": "n"}):  # fmt: skip
         assert spec_hash(pipeline(**change).spec) == base, change
     assert spec_hash(pipeline(snapshot={"chunkSize": 10}).spec) != base
-
-
-def test_spark_conf_for_kubernetes_and_local() -> None:
-    p = pipeline(spark={"conf": {"spark.executor.instances": "5"}})
-    env_vars = {
-        "SPARK_DRIVER_HOST": "shop-driver.ns.svc",
-        "SPARKCDC_POD_NAME": "shop-driver-7",
-        "SPARKCDC_EPOCH": "7",
-    }
-    conf = driver_spark_conf(p, "k8s://https://kubernetes.default.svc", env_vars)
-    assert conf["spark.driver.host"] == "shop-driver.ns.svc"
-    assert conf["spark.kubernetes.driver.pod.name"] == "shop-driver-7"
-    assert conf["spark.executor.instances"] == "5"  # the user's conf wins
-    assert conf["spark.kubernetes.executor.secretKeyRef.SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF"] == (
-        "mysql-cdc:password"
-    )
-    local = driver_spark_conf(p, "local[2]", env_vars)
-    assert "spark.driver.host" not in local and local["spark.driver.memory"] == "1g"
