@@ -111,7 +111,7 @@ def _files(pod: dict[str, Any], root: Path) -> PodFiles:
         if "emptyDir" in volume:
             make_empty_dir(files.volume_dir(volume["name"]))
         elif "secret" in volume:
-            write_volume_files(volume, {"pw": SECRET_VALUE}, files.volume_dir(volume["name"]))
+            write_volume_files(volume, {"pw": SECRET_VALUE.encode()}, files.volume_dir(volume["name"]))
     return files
 
 

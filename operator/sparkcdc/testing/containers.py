@@ -2,11 +2,16 @@
 
 The podman flags are the ones that work on the CI machine kind (see docs/testing.md, "Containers"):
 ``runc`` because ``crun`` refuses hybrid cgroup layouts, ``cgroupfs`` without systemd, and explicit
-resource limits because raising them is refused; ``hack/images.sh`` builds with the same flags.
+resource limits because podman's defaults are above what the machine allows. The process limit
+counts every process and thread of a uid on the machine, and the pods of a pipeline (driver,
+executors, their Python workers) all run as uid 185: 1024 is too few for three JVMs, so containers
+get ``CONTAINER_LIMIT`` of each, or the runner's own hard limit if lower (the machine refuses
+process limits above 32768 in a container).
 """
 
 from __future__ import annotations
 
+import resource
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -16,7 +21,21 @@ from sparkcdc.testing.kube import REPO_ROOT
 
 IMAGES_SCRIPT = REPO_ROOT / "hack" / "images.sh"
 DEFAULT_PODMAN = "podman --runtime runc --cgroup-manager cgroupfs"
-LIMITS = ("--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
+
+
+CONTAINER_LIMIT = 16384
+
+
+def _hard_limit(kind: int) -> str:
+    hard = resource.getrlimit(kind)[1]
+    return str(CONTAINER_LIMIT if hard == resource.RLIM_INFINITY else min(hard, CONTAINER_LIMIT))
+
+
+LIMITS = tuple(
+    arg
+    for name, kind in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC))
+    for arg in ("--ulimit", f"{name}={_hard_limit(kind)}:{_hard_limit(kind)}")
+)
 
 
 @dataclass(frozen=True)

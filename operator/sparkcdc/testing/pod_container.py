@@ -21,6 +21,7 @@ by piece:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,8 +153,10 @@ def _is_token_volume(volume: Obj) -> bool:
     return any("serviceAccountToken" in s for s in sources)
 
 
-def write_volume_files(volume: Obj, data: Mapping[str, str], into: Path) -> None:
-    """The files of a secret or configMap volume (``items`` pick keys and paths; ``defaultMode``)."""
+def write_volume_files(volume: Obj, data: Mapping[str, bytes], into: Path, group: int | None = None) -> None:
+    """The files of a secret or configMap volume (``items`` pick keys and paths; ``defaultMode``),
+    owned by ``group`` (the pod's ``fsGroup``) as the kubelet does, so a mode like 0440 lets the
+    pod's user read them."""
     source = volume.get("secret") or volume.get("configMap") or {}
     into.mkdir(parents=True, exist_ok=True)
     items = source.get("items")
@@ -164,8 +167,10 @@ def write_volume_files(volume: Obj, data: Mapping[str, str], into: Path) -> None
             raise ConfigError(f"couldn't find key {key} in the volume {volume['name']!r}")
         target = into / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(data[key])
+        target.write_bytes(data[key])
         target.chmod(mode)
+        if group is not None:
+            os.chown(target, -1, group)
 
 
 def make_empty_dir(into: Path) -> None:
@@ -175,10 +180,11 @@ def make_empty_dir(into: Path) -> None:
 
 
 def prepare_volumes(
-    pod: Obj, files: PodFiles, read: Callable[[str, str, bool], Mapping[str, str] | None]
+    pod: Obj, files: PodFiles, read: Callable[[str, str, bool], Mapping[str, bytes] | None]
 ) -> None:
     """The pod's ``emptyDir``, secret and configMap volumes as directories under its own, the
     data read with ``read(kind, name, optional)`` (the API server's, as a kubelet would)."""
+    group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
     for volume in pod["spec"].get("volumes") or []:
         into = files.volume_dir(volume["name"])
         if "emptyDir" in volume:
@@ -187,4 +193,4 @@ def prepare_volumes(
             if key in volume:
                 source = volume[key]
                 data = read(kind, source[name_key], bool(source.get("optional")))
-                write_volume_files(volume, data or {}, into)
+                write_volume_files(volume, data or {}, into, group)

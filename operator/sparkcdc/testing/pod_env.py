@@ -91,7 +91,7 @@ class PodEnvironment:
                 if key in src:
                     ref = src[key]
                     data = self.data(core, kind, ns, ref["name"], bool(ref.get("optional")))
-                    env.update({prefix + k: v for k, v in (data or {}).items()})
+                    env.update({prefix + k: v.decode(errors="replace") for k, v in (data or {}).items()})
         for var in c.get("env") or []:
             value = self._env_value(core, pod, var, env, p.pod_ip)
             if value is not None:
@@ -107,7 +107,7 @@ class PodEnvironment:
                 ref, optional = src[key], bool(src[key].get("optional"))
                 data = self.data(core, kind, ns, ref["name"], optional)
                 if data is not None and ref["key"] in data:
-                    return data[ref["key"]]
+                    return data[ref["key"]].decode(errors="replace")
                 if optional:
                     return None
                 raise ConfigError(f"couldn't find key {ref['key']} in {kind} {ns}/{ref['name']}")
@@ -127,7 +127,8 @@ class PodEnvironment:
             raise ConfigError(f"unsupported fieldRef {path!r} in the test node runner")
         raise ConfigError(f"unsupported valueFrom for env {var['name']} in the test node runner")
 
-    def data(self, core: Any, kind: str, ns: str, name: str, optional: bool) -> dict[str, str] | None:
+    def data(self, core: Any, kind: str, ns: str, name: str, optional: bool) -> dict[str, bytes] | None:
+        """The data of a Secret or ConfigMap as bytes (a Secret's may be any bytes, e.g. a key)."""
         read = core.read_namespaced_secret if kind == "Secret" else core.read_namespaced_config_map
         try:
             obj = json.loads(read(name, ns, _preload_content=False).data)
@@ -138,8 +139,9 @@ class PodEnvironment:
                 raise ConfigError(f'{kind.lower()} "{name}" not found') from e
             raise
         if kind == "Secret":
-            return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
-        return dict(obj.get("data") or {})
+            return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        binary = {k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()}
+        return {**{k: v.encode() for k, v in (obj.get("data") or {}).items()}, **binary}
 
     def _service_account(self, core: Any, pod: Obj, p: PodProcess) -> Path:
         if p.sa_dir is not None:
