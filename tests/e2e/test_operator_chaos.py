@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from operator_harness import Pipelines, RunningOperator, create_driver_account
 from operator_realdriver import (
-    Writer,
     checkpoint_of,
     driver_log,
     epoch_of,
@@ -29,11 +28,11 @@ from operator_realdriver import (
     real_pipeline,
     replica_equals,
     scrape,
-    source_database,
     table_rows,
     wait_caught_up,
 )
 
+from harness.source_tables import Writer, source_database
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner

@@ -31,8 +31,6 @@ from typing import Any
 import pytest
 from operator_harness import Pipelines, RunningOperator, condition, create_driver_account
 from operator_realdriver import (
-    Writer,
-    create_table,
     driver_log,
     epoch_of,
     real_operator,  # noqa: F401 - the real_operator fixture
@@ -42,6 +40,7 @@ from operator_realdriver import (
 )
 
 from harness.mariadb import unique_name
+from harness.source_tables import Writer, create_table
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner

@@ -23,11 +23,11 @@ from operator_realdriver import (
     real_operator,  # noqa: F401 - the real_operator fixture
     real_pipeline,
     replica_equals,
-    source_database,
     table_rows,
     wait_caught_up,
 )
 
+from harness.source_tables import source_database
 from sparkcdc.controller.driver_main import EXIT_FENCED
 from sparkcdc.core.tables import TableId
 from sparkcdc.testing.kube import ControlPlane, wait_until

@@ -17,10 +17,10 @@ from operator_realdriver import (
     real_operator,  # noqa: F401 - the real_operator fixture
     real_pipeline,
     replica_equals,
-    source_database,
     wait_caught_up,
 )
 
+from harness.source_tables import source_database
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner

@@ -1,0 +1,231 @@
+"""The README's pipeline on Kubernetes with every pod a container of the images ``make images`` builds.
+
+The chart installs the operator (its image, restricted Pod Security Standard enforced in every
+namespace); ``kubectl apply`` of the README's CdcPipeline makes the operator start the driver
+container, whose Spark (the default in-cluster ``k8s://`` master) starts two executor pods from the
+spark image under the pipeline's own service account. The snapshot runs on the executors while a
+writer changes the source; an executor pod and then the driver pod are deleted mid-snapshot, the
+driver again mid-stream; afterwards the replica equals the source, the old epochs' executors were
+garbage-collected, and no container's log holds the password. An executor started without the
+pipeline's Spark key cannot join the application.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from harness.mariadb import unique_name
+from harness.source_tables import Writer, create_table
+from sparkcdc.core.checkpoint import decode
+from sparkcdc.state.status_store import read_checkpoint
+from sparkcdc.testing.containers import LIMITS, Images, podman
+from sparkcdc.testing.kube import REPO_ROOT, ControlPlane, ensure_binaries, free_port, wait_until
+from sparkcdc.testing.mariadb import MariaDBServer
+from sparkcdc.testing.noderunner import NodeRunner
+
+Obj = dict[str, Any]
+CHART = REPO_ROOT / "charts" / "sparkcdc"
+OPERATOR_NS, PIPELINE_NS, PIPELINE = "sparkcdc-system", "shop", "shop-replica"
+EXECUTOR = f"app.kubernetes.io/component=executor,sparkcdc.io/pipeline={PIPELINE}"
+DRIVER = f"app.kubernetes.io/component=driver,sparkcdc.io/pipeline={PIPELINE}"
+ROWS = 120_000
+
+pytestmark = pytest.mark.timeout(1500)
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, NodeRunner]]:
+    """A control plane whose one node runs every pod as a container; the node is also the
+    cluster's (default) scheduler, as there is no kube-scheduler."""
+    with ControlPlane(tmp_path_factory.mktemp("controlplane"), bin_dir=ensure_binaries()) as cp:
+        workdir = tmp_path_factory.mktemp("node")
+        with NodeRunner(
+            cp.kubeconfig_path, workdir=workdir, containers=True, scheduler_name="default-scheduler"
+        ) as runner:
+            yield cp, runner
+
+
+def kubectl(cp: ControlPlane, *args: str, stdin: str | None = None) -> str:
+    res = subprocess.run(
+        ["kubectl", *args], env=cp.env(), input=stdin, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, f"kubectl {' '.join(args)}: {res.stderr}"
+    return res.stdout
+
+
+def get(cp: ControlPlane, *args: str) -> Any:
+    return json.loads(kubectl(cp, "get", *args, "-o", "json"))
+
+
+def pods(cp: ControlPlane, selector: str, namespace: str = PIPELINE_NS) -> list[Obj]:
+    items: list[Obj] = get(cp, "pods", "-n", namespace, "-l", selector)["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def running(cp: ControlPlane, selector: str, namespace: str = PIPELINE_NS) -> list[str]:
+    found = pods(cp, selector, namespace)
+    return sorted(p["metadata"]["name"] for p in found if p["status"].get("phase") == "Running")
+
+
+def install_operator(cp: ControlPlane, images: Images) -> None:
+    for ns in (OPERATOR_NS, PIPELINE_NS):
+        kubectl(cp, "create", "namespace", ns)
+        kubectl(cp, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+        wait_until(lambda ns=ns: get(cp, "serviceaccount", "default", "-n", ns), 60, "default SA")
+    repository, tag = images.operator.rsplit(":", 1)
+    values = {
+        "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
+        "driver": {"namespaces": [PIPELINE_NS], "metricsPort": free_port()},
+        "metrics": {"port": free_port()},
+        "health": {"port": free_port()},
+    }
+    values_file = Path(cp.base_dir) / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    res = subprocess.run(
+        ["helm", "install", "sparkcdc", str(CHART), "-n", OPERATOR_NS, "-f", str(values_file)],
+        env=cp.env(), capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+
+
+def readme_pipeline(mariadb: MariaDBServer, db: str, images: Images) -> str:
+    """The README's Secret and CdcPipeline, pointed at the test's database."""
+    text = (REPO_ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "kind: CdcPipeline" in b)
+    secret, pipeline = [d for d in yaml.safe_load_all(block) if d]
+    assert secret["kind"] == "Secret" and pipeline["metadata"]["name"] == PIPELINE
+    secret["stringData"]["password"] = mariadb.cdc_password
+    spec = pipeline["spec"]
+    source = {"host": mariadb.host, "port": mariadb.port, "user": mariadb.cdc_user}
+    source["tables"] = [f"{db}.orders"]
+    spec["source"].update(source)
+    spec["sink"].update(url=f"mysql://{mariadb.host}:{mariadb.port}/{db}_replica", user=mariadb.cdc_user)
+    # Small splits on the executors from the start: a snapshot long enough to kill pods in.
+    spec["snapshot"].update(chunkSize=400, parallelism=2, splitsPerTask=1, readInDriver="never")
+    spec["spark"] = {"image": images.spark, "imagePullPolicy": "Never"}
+    spec["restartPolicy"] = {"initialBackoffSeconds": 1, "maxBackoffSeconds": 2}
+    return yaml.safe_dump_all([secret, pipeline])
+
+
+def status(cp: ControlPlane) -> Obj:
+    return dict(get(cp, "cdcpipeline", PIPELINE, "-n", PIPELINE_NS).get("status") or {})
+
+
+def epoch(cp: ControlPlane) -> int:
+    return int((status(cp).get("driver") or {}).get("epoch") or 0)
+
+
+def snapshot_done(cp: ControlPlane) -> bool:
+    obj = get(cp, "cdcpipeline", PIPELINE, "-n", PIPELINE_NS)
+    document = read_checkpoint(client.CoreV1Api(cp.api_client()), obj)
+    return document is not None and decode(document).snapshot_done
+
+
+def executors_up(cp: ControlPlane, runner: NodeRunner, count: int = 2) -> list[str]:
+    """Running executor pods whose JVM registered with the driver."""
+    names = running(cp, EXECUTOR)
+    joined = [n for n in names if "Successfully registered with driver" in runner.logs(PIPELINE_NS, n)]
+    return joined if len(joined) >= count else []
+
+
+def test_the_readme_pipeline_runs_on_executor_pods_and_survives_their_loss(
+    images: Images, kube: tuple[ControlPlane, NodeRunner], mariadb: MariaDBServer
+) -> None:
+    cp, runner = kube
+    install_operator(cp, images)
+    wait_until(lambda: running(cp, "app.kubernetes.io/component=operator", OPERATOR_NS), 240, "operator")
+    db = unique_name("k8s")
+    mariadb.execute(f"CREATE DATABASE `{db}`")
+    create_table(mariadb, db, "orders", ROWS)
+    writer = Writer(mariadb, db, "orders", ROWS, seed=16)
+    writer.start()
+    kubectl(cp, "apply", "-n", PIPELINE_NS, "-f", "-", stdin=readme_pipeline(mariadb, db, images))
+
+    # Two executors join the first driver; one is deleted while splits are read.
+    first = wait_until(lambda: executors_up(cp, runner), 420, "two executors registered with the driver")
+    assert not snapshot_done(cp), "the snapshot ended before an executor could be deleted"
+    kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, first[0], "--wait=false")
+    wait_until(lambda: set(executors_up(cp, runner)) - set(first), 300, "a replacement executor")
+
+    # The driver is deleted mid-snapshot: its executors go with it, a new epoch resumes.
+    assert not snapshot_done(cp), "the snapshot ended before the driver could be deleted"
+    old_epoch, old_executors = epoch(cp), set(running(cp, EXECUTOR))
+    kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, "-l", DRIVER, "--wait=false")
+    wait_until(lambda: not set(running(cp, EXECUTOR)) & old_executors, 180, "old executors collected")
+    wait_until(lambda: epoch(cp) > old_epoch, 180, "a new driver epoch")
+    wait_until(lambda: executors_up(cp, runner), 420, "the new driver's executors")
+    assert_intruders_refused(cp, runner, images)
+
+    # Mid-stream: the snapshot finishes, then the driver is deleted once more.
+    wait_until(lambda: snapshot_done(cp) and status(cp).get("phase") == "Streaming", 900, "streaming")
+    streaming_epoch = epoch(cp)
+    kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, "-l", DRIVER, "--wait=false")
+    wait_until(lambda: epoch(cp) > streaming_epoch, 180, "a new driver epoch while streaming")
+
+    time.sleep(3)
+    writer.stop()
+    wait_until(lambda: replica_equals(mariadb, db), 300, "the replica to equal the source", every=2)
+    assert writer.ops["delete"] and writer.ops["rekey"], writer.ops
+    assert_no_password_in_logs(runner, mariadb.cdc_password or "")
+
+
+def replica_equals(mariadb: MariaDBServer, db: str) -> bool:
+    source = mariadb.execute(f"SELECT * FROM `{db}`.`orders` ORDER BY id")
+    try:
+        return source == mariadb.execute(f"SELECT * FROM `{db}_replica`.`orders` ORDER BY id")
+    except Exception:
+        return False
+
+
+def assert_no_password_in_logs(runner: NodeRunner, password: str) -> None:
+    files = runner.workdir.glob("*/container.log")
+    logs = {log.parent.name: log.read_text(errors="replace") for log in files}
+    assert password and any("-exec-" in name for name in logs) and any("_sparkcdc-" in name for name in logs)
+    leaked = [name for name, text in logs.items() if password in text]
+    assert not leaked, f"the password is in the logs of {leaked}"
+
+
+def assert_intruders_refused(cp: ControlPlane, runner: NodeRunner, images: Images) -> None:
+    """Executor JVMs pointed at the live driver without the pipeline's key, and with a wrong one,
+    cannot fetch the application's settings, so never register: the driver refuses both."""
+    (driver,) = [p for p in pods(cp, DRIVER) if p["status"].get("phase") == "Running"]
+    driver_ip, driver_name = driver["status"]["podIP"], driver["metadata"]["name"]
+    refusals = {
+        "no-key": ([], "Expected SaslMessage, received something else"),
+        "wrong-key": (
+            ["-Dspark.authenticate=true", "-Dspark.authenticate.secret=not-the-key"],
+            "Mismatched response",
+        ),
+    }
+    for name, (java_opts, refusal) in refusals.items():
+        before = runner.logs(PIPELINE_NS, driver_name).count(refusal)
+        log = intruder(images, driver_ip, f"intruder-{name}-{uuid.uuid4().hex[:6]}", java_opts)
+        assert "Successfully registered with driver" not in log, log
+        assert runner.logs(PIPELINE_NS, driver_name).count(refusal) > before, (name, log[-2000:])
+
+
+def intruder(images: Images, driver_ip: str, name: str, java_opts: list[str]) -> str:
+    env = {
+        "SPARK_DRIVER_URL": f"spark://CoarseGrainedScheduler@{driver_ip}:7078",
+        "SPARK_EXECUTOR_ID": "99", "SPARK_EXECUTOR_CORES": "1", "SPARK_EXECUTOR_MEMORY": "512m",
+        "SPARK_APPLICATION_ID": "spark-intruder", "SPARK_EXECUTOR_POD_IP": "127.1.250.250",
+        "SPARK_RESOURCE_PROFILE_ID": "0", "SPARK_EXECUTOR_POD_NAME": name,
+        **{f"SPARK_JAVA_OPT_{i}": opt for i, opt in enumerate(java_opts)},
+    }  # fmt: skip
+    args = [*podman(), "run", "--rm", "--pull=never", "--network", "host", *LIMITS, "--name", name]
+    for key, value in env.items():
+        args += ["--env", f"{key}={value}"]
+    res = subprocess.run([*args, images.spark, "executor"], capture_output=True, text=True, timeout=180)
+    assert res.returncode != 0, res.stdout + res.stderr
+    return res.stdout + res.stderr
