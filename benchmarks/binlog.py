@@ -10,7 +10,7 @@ initially empty 7-column table ``bench.changes``: rounds of 10,000 inserts, 6,00
                                   files, output discarded (the C baseline every ratio refers to);
 * ``python-mysql-replication``    the bare decode loop: ``BinLogStreamReader`` over the range,
                                   touching every row's values;
-* ``sparkcdc-binlogdec``          the Go decoder of parallel catch-up (hack/binlogdec/) over the
+* ``sparkcdc-binlogdec``          the Go decoder of parallel catch-up (binlogdec/) over the
                                   whole range in one process: decode, reduce to the last image per
                                   key, canonical rows in Python (``binlog_native.decode_range``);
 * ``sparkcdc reader``             sparkcdc's own reader (``read_changes``: decode plus canonical
@@ -220,7 +220,7 @@ def go_decoder(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tuple[fl
     to the last image per key and converted to canonical rows (``binlog_native.decode_range``)."""
     binary = decoder_path()
     if binary is None:
-        raise SystemExit("the Go decoder is not built: bash hack/binlogdec.sh")
+        raise SystemExit("the Go decoder is not built: bash binlogdec/build.sh")
     cfg = replace(source_config(server), tls_mode="disabled")
     conn = connect(cfg)
     try:

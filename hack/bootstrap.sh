@@ -16,6 +16,8 @@ command -v psql >/dev/null 2>&1 && command -v pg_ctlcluster >/dev/null 2>&1 || n
 compgen -G "/usr/share/postgresql/*/extension/postgis.control" >/dev/null || need_apt+=(postgresql-15-postgis-3)
 command -v lua5.4 >/dev/null 2>&1 || need_apt+=(lua5.4)
 command -v lua5.1 >/dev/null 2>&1 || need_apt+=(lua5.1)
+# patch(1) applies the Go binlog decoder's go-mysql patch (binlogdec/build.sh).
+command -v patch >/dev/null 2>&1 || need_apt+=(patch)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -36,9 +38,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 
 # The Delta sink's jars (the Maven artifacts of the installed delta-spark release), resolved once
-# into ~/.cache/sparkcdc/ivy ($SPARKCDC_CACHE_DIR) by Spark's own resolver; instant when cached.
+# into the cache's ivy/ (hack/cache-dir.sh: ~/.cache/sparkcdc by default) by Spark's own resolver;
+# instant when cached.
 "$VENV/bin/python" -m sparkcdc.spark.session fetch-delta-jars >/dev/null
 
-# The Go binlog decoder of parallel catch-up (hack/binlogdec.sh): built once from the Go module proxy
-# into ~/.cache/sparkcdc; without Go, catch-up decodes in Python.
-bash hack/binlogdec.sh >/dev/null
+# The Go binlog decoder of parallel catch-up (binlogdec/build.sh): built once from the Go module proxy
+# into the same cache; without Go, catch-up decodes in Python.
+bash binlogdec/build.sh >/dev/null

@@ -17,13 +17,15 @@
 # Logs go to stderr; stdout gets one line per image: its reference.
 #
 # Usage: hack/images.sh [--force] [spark|operator ...]      (default: both)
-# Env:   SPARKCDC_CACHE_DIR  cache root (default: ~/.cache/sparkcdc)
+# Env:   SPARKCDC_CACHE_DIR, XDG_CACHE_HOME  the cache (hack/cache-dir.sh; default: ~/.cache/sparkcdc)
 #        SPARKCDC_BUILD_CA_DIR  extra CA certificates for the builds (default: /usr/local/share/ca-certificates)
 #        NICE                niceness for the builds (default 15)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CACHE=${SPARKCDC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sparkcdc}
+# shellcheck source=cache-dir.sh
+. "$ROOT/hack/cache-dir.sh"
+CACHE=$(sparkcdc_cache_dir)
 NICE=${NICE:-15}
 BASE=docker.io/library/debian:bookworm-slim
 LABEL=io.sparkcdc.inputs
@@ -136,7 +138,7 @@ for t in "${targets[@]}"; do
   case "$t" in
     spark)
       build spark "ghcr.io/sparkcdc/sparkcdc-spark:$VERSION" spark_images/driver/Dockerfile \
-        pyproject.toml README.md operator hack/binlogdec.sh hack/binlogdec spark_images/driver/entrypoint.sh
+        pyproject.toml README.md operator binlogdec hack/cache-dir.sh spark_images/driver/entrypoint.sh
       ;;
     operator)
       build operator "ghcr.io/sparkcdc/sparkcdc-operator:$VERSION" spark_images/operator/Dockerfile \

@@ -12,7 +12,7 @@
 #
 # Usage: hack/k8s-bin.sh [--force]
 # Env:   K8S_VERSION ETCD_VERSION HELM_VERSION  versions (defaults pinned below)
-#        SPARKCDC_CACHE_DIR                     cache root (default: ~/.cache/sparkcdc)
+#        SPARKCDC_CACHE_DIR, XDG_CACHE_HOME     the cache (hack/cache-dir.sh; default: ~/.cache/sparkcdc)
 #        GO                                     go binary (default: go on PATH, else /usr/local/go/bin/go)
 #        NICE                                   niceness for the builds (default 15)
 set -euo pipefail
@@ -22,7 +22,9 @@ K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.5.35}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # Outside the work tree by default, so every fresh clone on a machine (CI clones afresh) reuses it.
-CACHE=${SPARKCDC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sparkcdc}
+# shellcheck source=cache-dir.sh
+. "$ROOT/hack/cache-dir.sh"
+CACHE=$(sparkcdc_cache_dir)
 NICE=${NICE:-15}
 FORCE=0
 [ "${1:-}" = "--force" ] && FORCE=1

@@ -1,4 +1,4 @@
-"""A catch-up range decoded by ``sparkcdc-binlogdec`` (Go, go-mysql's parser; hack/binlogdec/).
+"""A catch-up range decoded by ``sparkcdc-binlogdec`` (Go, go-mysql's parser; binlogdec/).
 
 python-mysql-replication decodes ~5–15k row events per second per core, and that is the ceiling
 of parallel catch-up on a small machine. The Go decoder reads a range as its own replica, reduces
@@ -42,11 +42,11 @@ from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import canonical_value
 from sparkcdc.mysql.zero_dates import rendered_text
+from sparkcdc.paths import BINLOGDEC_DIR, cache_dir
 
-__all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "native_eligible"]
+__all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "decoder_version", "native_eligible"]
 
 DECODER_ENV = "SPARKCDC_BINLOG_DECODER"  # "python" | "auto" (default) | a path to the binary
-DECODER_VERSION = "3"  # bump with hack/binlogdec/ changes: the build script caches by it
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
 _UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -61,6 +61,15 @@ class NativeRange:
     changes: dict[TableId, BackfillChanges]
 
 
+def decoder_version() -> str | None:
+    """The version of the decoder this code speaks to: ``binlogdec/VERSION``, which its build script
+    reads too (it builds into ``cache_dir()/binlogdec/<version>/``); None outside a checkout."""
+    try:
+        return (BINLOGDEC_DIR / "VERSION").read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
 def decoder_path() -> Path | None:
     """The built decoder, or None (not built, or turned off)."""
     choice = os.environ.get(DECODER_ENV, "auto")
@@ -68,8 +77,10 @@ def decoder_path() -> Path | None:
         return None
     if choice != "auto":
         return Path(choice)
-    cache = Path(os.environ.get("SPARKCDC_CACHE_DIR") or Path.home() / ".cache" / "sparkcdc")
-    found = cache / "binlogdec" / DECODER_VERSION / "sparkcdc-binlogdec"
+    version = decoder_version()
+    if version is None:
+        return None
+    found = cache_dir() / "binlogdec" / version / "sparkcdc-binlogdec"
     return found if os.access(found, os.X_OK) else None
 
 

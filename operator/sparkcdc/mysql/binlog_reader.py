@@ -41,10 +41,10 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
+from sparkcdc.compat.mysql_replication import patch_rows_event
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql import binlog_dates
 from sparkcdc.mysql.binlog_connection import (
     ServerIdClashError,
     SourceChangedError,
@@ -97,29 +97,9 @@ _EVENTS = [
 _MAX_LOSSES = 2
 
 
-def _read_time2(self: Any, column: Any) -> Any:
-    """TIME2 decoding (replaces python-mysql-replication's, which is wrong for negative values
-    with a fractional part, e.g. ``-838:59:59.999999``).
-
-    The value is stored big-endian with a sign offset as ``hms << (8 * fraction bytes) |
-    fraction``, negated as a whole for negative times.
-    """
-    import datetime as dt
-
-    fraction_bytes = (int(column.fsp) + 1) // 2
-    size = 3 + fraction_bytes
-    raw = int.from_bytes(self.packet.read(size), "big") - (1 << (8 * size - 1))
-    negative = raw < 0
-    raw = abs(raw)
-    fraction = raw & ((1 << (8 * fraction_bytes)) - 1)
-    hms = raw >> (8 * fraction_bytes)
-    micros = ((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 0x3F) * 60 + (hms & 0x3F)
-    micros = micros * 1_000_000 + fraction * (1, 10_000, 100, 1)[fraction_bytes]
-    return dt.timedelta(microseconds=-micros if negative else micros)
-
-
-RowsEvent._RowsEvent__read_time2 = _read_time2
-binlog_dates.install()
+# Zero dates as MySQL's text and exact negative TIME2 values, in every process that reads the
+# binlog with the library (executor tasks import this module too): compat/mysql_replication.py.
+patch_rows_event()
 
 
 def complete_column(lib_col: Any, col: Column) -> None:

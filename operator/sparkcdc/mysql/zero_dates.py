@@ -11,7 +11,7 @@ The sink writes that text back as a literal, so the replica stores the same valu
 Key columns are never flagged: split boundaries and the merge compare key values as the source
 orders them, and a key is a date type only in its canonical form. Rule 7 holds: the snapshot reads
 the server's own text, the binlog's decoded values are printed here the same way, and the binlog
-reader reports zero dates as their text (binlog_dates.py) instead of the library's None.
+reader reports zero dates as their text (compat/mysql_replication.py) instead of the library's None.
 """
 
 from __future__ import annotations

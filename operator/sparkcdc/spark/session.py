@@ -14,6 +14,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.compat import pyspark_daemon
+from sparkcdc.paths import cache_dir
+
 log = logging.getLogger(__name__)
 
 
@@ -30,9 +33,13 @@ _BASE_CONF = {
     "spark.python.worker.reuse": "true",
     # A split must not be read twice at once: both attempts would write the same range.
     "spark.speculation": "false",
-    # Workers that import PySpark without its zips: ~0.1 s of CPU less per task (pydaemon.py).
-    "spark.python.daemon.module": "sparkcdc.spark.pydaemon",
 }
+
+
+def _base_conf() -> dict[str, str]:
+    # Workers that import PySpark without its zips: ~0.1 s of CPU less per task. The daemon patches
+    # around PySpark's own (compat/pyspark_daemon.py), whose guard runs here, in the driver.
+    return {**_BASE_CONF, "spark.python.daemon.module": pyspark_daemon.daemon_module()}
 
 
 def _use_this_interpreter() -> None:
@@ -46,7 +53,7 @@ def create_session(app_name: str, master: str, conf: Mapping[str, str] | None = 
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in {**_BASE_CONF, **(conf or {})}.items():
+    for key, value in {**_base_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -74,7 +81,7 @@ def create_context(app_name: str, master: str, conf: Mapping[str, str] | None = 
     _use_this_interpreter()
     from pyspark import SparkConf, SparkContext
 
-    settings = {**_BASE_CONF, **(conf or {})}
+    settings = {**_base_conf(), **(conf or {})}
     options, archive = local_jvm_options(settings) if master.startswith("local") else (None, None)
     if options is not None:
         settings["spark.driver.extraJavaOptions"] = options
@@ -228,19 +235,15 @@ def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[
 # the session, set when the session is created. The jars are the Maven artifacts matching the
 # installed ``delta-spark`` Python package (same version, Scala 2.13 for Spark 4). They are found,
 # in order: already in Spark's own ``jars/`` directory (a container image that ships them); in the
-# cache ``$SPARKCDC_CACHE_DIR/ivy/jars`` (default ``~/.cache/sparkcdc``) as Spark's Ivy resolver
-# leaves them, then used as plain ``spark.jars`` without resolving anything; otherwise Spark
-# resolves ``spark.jars.packages`` from Maven Central into that cache at start-up (the first run
-# on a machine). ``python -m sparkcdc.spark.session fetch-delta-jars`` (run by hack/bootstrap.sh)
+# cache ``cache_dir()/ivy/jars`` (sparkcdc/paths.py; default ``~/.cache/sparkcdc``) as Spark's Ivy
+# resolver leaves them, then used as plain ``spark.jars`` without resolving anything; otherwise
+# Spark resolves ``spark.jars.packages`` from Maven Central into that cache at start-up (the first
+# run on a machine). ``python -m sparkcdc.spark.session fetch-delta-jars`` (run by hack/bootstrap.sh)
 # fills the cache ahead of time.
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 _SCALA = "2.13"
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("SPARKCDC_CACHE_DIR") or Path.home() / ".cache" / "sparkcdc")
 
 
 def delta_version() -> str:

@@ -31,7 +31,7 @@ from sparkcdc.testing.mariadb import MariaDBServer
 @pytest.fixture
 def binary() -> Path:
     found = decoder_path()
-    assert found is not None, "build the Go decoder first: bash hack/binlogdec.sh"
+    assert found is not None, "build the Go decoder first: bash binlogdec/build.sh"
     return found
 
 

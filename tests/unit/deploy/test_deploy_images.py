@@ -181,7 +181,7 @@ def test_driver_image_ships_the_delta_jars_where_the_driver_looks(
 
 def test_driver_image_carries_the_go_binlog_decoder() -> None:
     text = DRIVER.read_text()
-    go_mod = (IMAGES.parent / "hack" / "binlogdec" / "go.mod").read_text()
+    go_mod = (IMAGES.parent / "binlogdec" / "go.mod").read_text()
     directive = re.search(r"^go (\d+\.\d+\.\d+)$", go_mod, re.M)
     assert directive and arg_default(text, "GO_VERSION") == directive.group(1)
     # Go itself comes from the Go module proxy (the toolchain module), checked by sha256.
@@ -189,8 +189,25 @@ def test_driver_image_carries_the_go_binlog_decoder() -> None:
     for arch in ("AMD64", "ARM64"):
         assert re.fullmatch(r"[0-9a-f]{64}", arg_default(text, f"GO_SHA256_{arch}"))
     assert "FROM debian:bookworm-slim AS binlogdec" in text
-    assert "bash hack/binlogdec.sh" in text
+    assert "bash binlogdec/build.sh" in text
     assert "COPY --from=binlogdec /sparkcdc-binlogdec /usr/local/bin/sparkcdc-binlogdec" in text
     assert "ENV SPARKCDC_BINLOG_DECODER=/usr/local/bin/sparkcdc-binlogdec" in text
     ignore = (IMAGES / "driver" / "Dockerfile.dockerignore").read_text().splitlines()
-    assert {"!hack/binlogdec.sh", "!hack/binlogdec/"} <= set(ignore)
+    assert {"!binlogdec/", "!hack/cache-dir.sh"} <= set(ignore)
+
+
+@pytest.mark.parametrize("dockerfile", [DRIVER, OPERATOR], ids=["driver", "operator"])
+def test_images_script_hashes_every_file_the_build_copies(dockerfile: Path) -> None:
+    """An image is rebuilt when anything it copies from the context changes (its inputs hash), and
+    the .dockerignore lets all of it through."""
+    relative = dockerfile.relative_to(IMAGES.parent).as_posix()
+    line = re.search(rf"{re.escape(relative)} \\\n\s+(.+)$", IMAGES_SCRIPT.read_text(), re.M)
+    assert line, f"hack/images.sh does not build {relative}"
+    inputs = line.group(1).split()
+    ignore = set((dockerfile.parent / f"{dockerfile.name}.dockerignore").read_text().splitlines())
+    copies = re.findall(r"^COPY (?!--)(.+) \S+$", dockerfile.read_text(), re.M)
+    sources = [src.rstrip("/") for group in copies for src in group.split()]
+    assert sources
+    for src in sources:
+        assert any(src == i or src.startswith(f"{i}/") for i in inputs), f"{src}: not an input of {relative}"
+        assert f"!{src}" in ignore or f"!{src}/" in ignore, f"{dockerfile.name}.dockerignore leaves out {src}"

@@ -1,12 +1,19 @@
 """The workers' daemon drops Spark's zips and jar from ``sys.path`` only where PySpark and Py4J
-import without them (each zip on the path costs a directory re-read per task)."""
+import without them (each zip on the path costs a directory re-read per task), and runs PySpark's
+daemon only when it is the code it was written for."""
 
 from __future__ import annotations
 
+import importlib
 import zipfile
 from pathlib import Path
 
-from sparkcdc.spark.pydaemon import without_spark_zips
+import pytest
+from compat_support import dependencies
+
+from sparkcdc.compat import pyspark_daemon
+from sparkcdc.compat.guard import Upstream, UpstreamChangedError
+from sparkcdc.compat.pyspark_daemon import without_spark_zips
 
 
 def _package(root: Path, name: str) -> None:
@@ -51,3 +58,28 @@ def test_other_zips_and_jars_stay(tmp_path: Path) -> None:
     _package(site, "py4j")
     path = ["/usr/lib/python311.zip", "/opt/libs/tool.jar", str(site)]
     assert without_spark_zips(path) == path
+
+
+def test_the_installed_pyspark_is_the_code_the_daemon_was_written_for() -> None:
+    """Fails after an upgrade that changes ``pyspark.daemon``: review this module against it, then
+    record the new digest and move the pin."""
+    pyspark_daemon.check_upstream()
+    assert pyspark_daemon.UPSTREAM.pin in dependencies()
+
+
+def test_sessions_run_this_daemon() -> None:
+    from sparkcdc.spark.session import _base_conf
+
+    assert _base_conf()["spark.python.daemon.module"] == pyspark_daemon.MODULE
+    assert importlib.import_module(pyspark_daemon.MODULE) is pyspark_daemon
+
+
+def test_changed_pyspark_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(pyspark_daemon.DIGESTS, "pyspark.daemon", "0" * 16)
+    with pytest.raises(
+        UpstreamChangedError, match=r"pyspark 4\.0\.5 does not have the code .*pyspark\.daemon"
+    ):
+        pyspark_daemon.daemon_module()
+    monkeypatch.setattr(pyspark_daemon, "UPSTREAM", Upstream("pyspark", ">=4.1,<4.2"))
+    with pytest.raises(UpstreamChangedError, match=r"pyspark 4\.0\.5 is installed.*pyspark>=4\.1,<4\.2"):
+        pyspark_daemon.check_upstream()
