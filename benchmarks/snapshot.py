@@ -73,7 +73,7 @@ from snapshot_runs import (
 
 from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, chunk_read_method
+from sparkcdc.mysql.chunk_reader import chunk_read_method
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.mysql.split_reader import SplitReader
@@ -141,8 +141,7 @@ def source_config(server: Any) -> SourceConfig:
 
 def read_path(server: Any, chunk_size: int, method: str) -> tuple[dict[str, float], list[Any], Any]:
     """Every split read in this process with ``method`` (one ``SplitReader``): figures and results."""
-    cfg = source_config(server)
-    os.environ[CHUNK_READER_ENV] = method
+    cfg = replace(source_config(server), chunk_reader=method)
     conn = connect(cfg)
     try:
         schema = load_table_schema(conn, TableId(DATABASE, TABLE))
@@ -158,7 +157,6 @@ def read_path(server: Any, chunk_size: int, method: str) -> tuple[dict[str, floa
         "cpu_seconds": round(time.process_time() - cpu_before, 2),
         "server_cpu_seconds": round(cpu_seconds(server_pid(server)) - server_before, 2),
     }
-    os.environ.pop(CHUNK_READER_ENV, None)
     return figures, list(zip(splits, results, strict=True)), schema
 
 

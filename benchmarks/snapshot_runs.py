@@ -26,8 +26,8 @@ from rich.console import Console
 from snapshot_warm import READY as WARM_READY
 
 from sparkcdc.core.checkpoint import decode
+from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV as IN_DRIVER_ENV
 from sparkcdc.spark.session import cds_archive
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 
 __all__ = [
     "DATABASE",

@@ -15,23 +15,26 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from sparkcdc.api.manifest import load_manifests
 from sparkcdc.local import runtimes_of
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.pipeline import PipelineDriver
 from sparkcdc.spark.session import create_context, local_master, warm_up
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV, snapshot_modules
+from sparkcdc.spark.wave_runner import snapshot_modules
 from sparkcdc.state.file_store import FileCheckpointStore
 
 READY = "READY"
 
 
 def main(manifest: str, state_dir: str) -> int:
-    os.environ[IN_DRIVER_ENV] = "never"  # the waves on the Spark started here, not the driver's threads
-    (runtime,) = runtimes_of(load_manifests([manifest]))
+    # The waves on the Spark started here, not the driver's threads.
+    options = EngineOptions.from_environment(os.environ)
+    (runtime,) = runtimes_of(load_manifests([manifest]), replace(options, snapshot_in_driver="never"))
     parallelism = runtime.pipeline.spec.snapshot.parallelism
     spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism)))
     try:

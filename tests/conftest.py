@@ -27,7 +27,7 @@ from harness.mariadb import source_config as _source_config
 from harness.mariadb import start_server, unique_name
 from harness.spark import local_session
 from sparkcdc.mysql.connection import SourceConfig
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
+from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV as IN_DRIVER_ENV
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer
 

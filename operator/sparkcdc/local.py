@@ -11,6 +11,7 @@ from typing import Any
 
 from sparkcdc.api.manifest import Manifest
 from sparkcdc.core.fence import pipeline_key
+from sparkcdc.options import EngineOptions
 from sparkcdc.progress import RichProgress
 from sparkcdc.sinks.base import writes_in_driver
 from sparkcdc.spark.lazy_session import LazySession
@@ -27,7 +28,10 @@ log = logging.getLogger(__name__)
 TABLES_FAILED = 4
 
 
-def runtimes_of(manifest: Manifest) -> list[PipelineRuntime]:
+def runtimes_of(manifest: Manifest, options: EngineOptions | None = None) -> list[PipelineRuntime]:
+    """The manifest's pipelines with secrets resolved and the engine's options (default: from
+    this process's environment: ``sparkcdc run`` is a composition root)."""
+    options = EngineOptions.from_environment() if options is None else options
     out = []
     for loaded in manifest.pipelines:
         namespace = loaded.pipeline.metadata.namespace
@@ -35,7 +39,7 @@ def runtimes_of(manifest: Manifest) -> list[PipelineRuntime]:
         def resolve(ref, path, _ns=namespace):  # type: ignore[no-untyped-def]
             return manifest.resolve_secret(ref, path, namespace=_ns)
 
-        out.append(build_runtime(loaded.pipeline, resolve))
+        out.append(build_runtime(loaded.pipeline, resolve, options))
     return out
 
 
@@ -46,9 +50,16 @@ def sink_spark_conf(runtimes: Sequence[PipelineRuntime], parallelism: int) -> di
     return {}
 
 
-def run_local(manifest: Manifest, state_dir: Path, *, exit_when_caught_up: bool) -> int:
-    """Run every pipeline of ``manifest`` side by side; returns the process exit code."""
-    runtimes = runtimes_of(manifest)
+def run_local(
+    manifest: Manifest,
+    state_dir: Path,
+    *,
+    exit_when_caught_up: bool,
+    options: EngineOptions | None = None,
+) -> int:
+    """Run every pipeline of ``manifest`` side by side; returns the process exit code.
+    ``options``: the engine's switches (default: from the environment)."""
+    runtimes = runtimes_of(manifest, options)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
     conf = sink_spark_conf(runtimes, parallelism)
     master = local_master(parallelism)

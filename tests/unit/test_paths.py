@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.mysql.binlog_native import DECODER_ENV, decoder_path, decoder_version
+from sparkcdc.mysql.binlog_native import decoder_path, decoder_version
+from sparkcdc.options import EngineOptions
 from sparkcdc.paths import BINLOGDEC_DIR, cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,10 +67,8 @@ def test_the_decoder_is_built_where_python_looks(tmp_path: Path, monkeypatch: py
     built.parent.mkdir(parents=True)
     built.write_bytes(b"")
     built.chmod(built.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.delenv("SPARKCDC_CACHE_DIR", raising=False)
-    monkeypatch.delenv(DECODER_ENV, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert decoder_path() == built
+    options = EngineOptions.from_environment({"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert decoder_path(options.binlog_decoder, options.cache_dir) == built
 
 
 def test_one_version_file_for_python_and_the_build() -> None:

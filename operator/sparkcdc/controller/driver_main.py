@@ -49,6 +49,7 @@ from sparkcdc.controller.spark_pods import (
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.core.fence import Fence, FencedError, pipeline_key
 from sparkcdc.errors import USER_ERRORS
+from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import start_fenced, writes_in_driver
 from sparkcdc.sinks.fence import fenced_message
 from sparkcdc.spark.lazy_session import LazySession
@@ -116,7 +117,7 @@ def _run() -> None:
         metrics.serve(port)
     store = StatusCheckpointStore(kube.api, namespace, name, epoch)
     try:
-        plain = build_runtime(pipeline, env_secrets(env))
+        plain = build_runtime(pipeline, env_secrets(env), EngineOptions.from_environment(env))
         apply_resnapshot(store, pipeline)
         progress = resumed_progress(store, metrics)
         fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)

@@ -44,9 +44,7 @@ from sparkcdc.mysql.types import canonical_value
 from sparkcdc.mysql.zero_dates import rendered_text
 from sparkcdc.paths import BINLOGDEC_DIR, cache_dir
 
-__all__ = ["DECODER_ENV", "NativeRange", "decode_range", "decoder_path", "decoder_version", "native_eligible"]
-
-DECODER_ENV = "SPARKCDC_BINLOG_DECODER"  # "python" | "auto" (default) | a path to the binary
+__all__ = ["NativeRange", "decode_range", "decoder_path", "decoder_version", "native_eligible"]
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
 _UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -70,9 +68,9 @@ def decoder_version() -> str | None:
         return None
 
 
-def decoder_path() -> Path | None:
-    """The built decoder, or None (not built, or turned off)."""
-    choice = os.environ.get(DECODER_ENV, "auto")
+def decoder_path(choice: str = "auto", cache: Path | None = None) -> Path | None:
+    """The decoder ``choice`` names (``EngineOptions.binlog_decoder``): for ``auto`` the one built
+    under ``cache`` (default ``cache_dir()``), or None (not built, or ``python``)."""
     if choice == "python":
         return None
     if choice != "auto":
@@ -80,7 +78,7 @@ def decoder_path() -> Path | None:
     version = decoder_version()
     if version is None:
         return None
-    found = cache_dir() / "binlogdec" / version / "sparkcdc-binlogdec"
+    found = (cache or cache_dir()) / "binlogdec" / version / "sparkcdc-binlogdec"
     return found if os.access(found, os.X_OK) else None
 
 

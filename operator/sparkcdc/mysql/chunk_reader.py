@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import ssl
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -40,7 +39,6 @@ except ImportError:  # pragma: no cover - connectorx is a dependency
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "CHUNK_READER_ENV",
     "chunk_query",
     "chunk_read_method",
     "iter_chunk_batches",
@@ -55,9 +53,6 @@ __all__ = [
 _EXACT_COUNT_BELOW = 100_000
 # Key comparisons per round trip in keys_in_range.
 _KEYS_PER_QUERY = 256
-
-# ``pymysql`` forces the PyMySQL path; ``auto`` (the default) reads with ConnectorX where it can.
-CHUNK_READER_ENV = "SPARKCDC_CHUNK_READER"
 
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
@@ -85,9 +80,10 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[An
 # reconciles the rest exactly as on MySQL.
 
 
-def _connectorx_url(conn: Any) -> str | None:
-    """The ConnectorX URL of ``conn``'s server and account, or None when PyMySQL must read."""
-    if _connectorx is None or os.environ.get(CHUNK_READER_ENV, "auto").lower() == "pymysql":
+def _connectorx_url(conn: Any, reader: str = "auto") -> str | None:
+    """The ConnectorX URL of ``conn``'s server and account, or None when PyMySQL must read
+    (``reader`` is ``SourceConfig.chunk_reader``)."""
+    if _connectorx is None or reader == "pymysql":
         return None
     if not isinstance(conn, pymysql.connections.Connection) or getattr(conn, "unix_socket", None):
         return None
@@ -104,9 +100,9 @@ def _connectorx_url(conn: Any) -> str | None:
     return f"mysql://{account}@{host}:{int(conn.port)}?prefer_socket=false"
 
 
-def chunk_read_method(conn: Any) -> str:
+def chunk_read_method(conn: Any, reader: str = "auto") -> str:
     """``"connectorx"`` or ``"pymysql"``: how ``iter_chunk_batches`` reads on ``conn``."""
-    url = _connectorx_url(conn)
+    url = _connectorx_url(conn, reader)
     return "pymysql" if url is None or url in _FAILED_URLS else "connectorx"
 
 
@@ -165,7 +161,7 @@ def _read_connectorx(url: str, conn: Any, schema: TableSchema, split: SnapshotSp
 
 
 def iter_chunk_batches(
-    conn: Any, schema: TableSchema, split: SnapshotSplit, fetch_size: int
+    conn: Any, schema: TableSchema, split: SnapshotSplit, fetch_size: int, reader: str = "auto"
 ) -> Iterator[pa.Table]:
     """The split's rows as Arrow tables of at most ``fetch_size`` rows.
 
@@ -174,7 +170,7 @@ def iter_chunk_batches(
     one from ``connect(streaming=True)`` hands over raw values, which convert column-wise
     instead of value by value.
     """
-    url = _connectorx_url(conn)
+    url = _connectorx_url(conn, reader)
     if url is not None and url not in _FAILED_URLS:
         table = _read_connectorx(url, conn, schema, split)
         if table is not None:
@@ -192,9 +188,11 @@ def iter_chunk_batches(
             yield rows_to_arrow(schema, rows)
 
 
-def read_chunk(conn: Any, schema: TableSchema, split: SnapshotSplit, fetch_size: int = 10_000) -> pa.Table:
+def read_chunk(
+    conn: Any, schema: TableSchema, split: SnapshotSplit, fetch_size: int = 10_000, reader: str = "auto"
+) -> pa.Table:
     """All rows of ``split`` as one table of ``schema.arrow_schema()``."""
-    batches = list(iter_chunk_batches(conn, schema, split, fetch_size))
+    batches = list(iter_chunk_batches(conn, schema, split, fetch_size, reader))
     if not batches:
         return schema.arrow_schema().empty_table()
     return pa.concat_tables(batches)

@@ -60,6 +60,7 @@ class SourceConfig:
     tls_mode: str = "preferred"
     ca_pem: str | None = field(default=None, repr=False)
     connect_timeout: int = 10
+    chunk_reader: str = "auto"  # EngineOptions.chunk_reader: "auto" (ConnectorX where exact), "pymysql"
 
     @property
     def address(self) -> str:

@@ -63,12 +63,18 @@ def _execute(conn: Any, sql: str) -> list[tuple[Any, ...]]:
 
 
 def read_split_snapshot(
-    conn: Any, flavor: ServerFlavor, schema: TableSchema, split: SnapshotSplit, fetch_size: int
+    conn: Any,
+    flavor: ServerFlavor,
+    schema: TableSchema,
+    split: SnapshotSplit,
+    fetch_size: int,
+    reader: str = "auto",
 ) -> tuple[BinlogOffset, pa.Table]:
-    """The chunk and its low watermark: a binlog position no later than the chunk's read view."""
+    """The chunk and its low watermark: a binlog position no later than the chunk's read view
+    (``reader``: ``SourceConfig.chunk_reader``)."""
     before = current_offset(conn, flavor)
     if not flavor.is_mariadb:
-        return before, read_chunk(conn, schema, split, fetch_size)
+        return before, read_chunk(conn, schema, split, fetch_size, reader)
     # A consistent read view, and the binlog position it corresponds to. (When read_chunk reads
     # over ConnectorX's own connection, that read view starts later still, which keeps this
     # position a valid low watermark; see chunk_reader.)
@@ -78,7 +84,7 @@ def read_split_snapshot(
         status = {
             _text(k).lower(): _text(v) for k, v in _execute(conn, "SHOW STATUS LIKE 'binlog_snapshot_%'")
         }
-        data = read_chunk(conn, schema, split, fetch_size)
+        data = read_chunk(conn, schema, split, fetch_size, reader)
     finally:
         _execute(conn, "COMMIT")
     file, pos = status.get("binlog_snapshot_file", ""), status.get("binlog_snapshot_position", "")
@@ -183,7 +189,7 @@ class SplitReader:
         cfg = self._cfg
         try:
             conn, flavor = self._connection()
-            low, data = read_split_snapshot(conn, flavor, schema, split, self._fetch_size)
+            low, data = read_split_snapshot(conn, flavor, schema, split, self._fetch_size, cfg.chunk_reader)
             high = current_offset(conn, flavor)
         except pymysql.err.MySQLError as exc:
             self.close()

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from sparkcdc.api.spec import CdcPipelineSpec
@@ -53,23 +54,19 @@ from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import binlog_files, current_offset
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.stream_reader import SchemaInUse, StreamingChangeReader, UndecodableRows
+from sparkcdc.options import EngineOptions, InDriver
 from sparkcdc.sinks.base import Sink
 from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.session import in_driver_choice, takes_jobs, warm_up
+from sparkcdc.spark.session import takes_jobs, warm_up
 from sparkcdc.spark.table_failures import StreamFailures, decode_failure_message
 
 __all__ = [
-    "IN_DRIVER_ENV",
     "CatchupRunner",
     "CatchupSettings",
     "RangeResult",
     "catchup_settings",
     "read_range",
 ]
-
-# "auto" (default): the driver decodes rounds while Spark starts; "never": rounds wait for Spark;
-# "always": the driver decodes every round (tests of that path).
-IN_DRIVER_ENV = "SPARKCDC_CATCHUP_IN_DRIVER"
 
 _MIN_RANGE_BYTES = 64 * 1024
 _MAX_RANGE_BYTES = 64 * 1024 * 1024  # bounds what one task holds and the driver absorbs per range
@@ -81,9 +78,15 @@ class CatchupSettings:
     server_ids: tuple[int, ...]  # one per concurrent range reader
     threshold_bytes: int
     max_range_bytes: int = _MAX_RANGE_BYTES
+    # "auto": the driver decodes rounds while Spark starts; "never": rounds wait for Spark;
+    # "always": the driver decodes every round (EngineOptions.catchup_in_driver).
+    in_driver: InDriver = "auto"
+    decoder: Path | None = None  # the Go decoder (EngineOptions.binlog_decoder), None: Python only
 
 
-def catchup_settings(spark: Any, ids: tuple[int, int], spec: CdcPipelineSpec) -> CatchupSettings | None:
+def catchup_settings(
+    spark: Any, ids: tuple[int, int], spec: CdcPipelineSpec, options: EngineOptions | None = None
+) -> CatchupSettings | None:
     """Catch-up for a pipeline with server ids ``ids``, or None when it is off, its sink needs
     every change, or the range has no id besides the live reader's (its last)."""
     threshold = spec.binlog.parallel_catchup_threshold_bytes
@@ -95,7 +98,11 @@ def catchup_settings(spark: Any, ids: tuple[int, int], spec: CdcPipelineSpec) ->
     ):
         return None  # ranges reduce to net effects: no per-row origin, no deleted rows' images
     task_ids = tuple(range(ids[0], ids[1]))[: max(1, spec.snapshot.parallelism)]
-    return CatchupSettings(spark, task_ids, threshold) if task_ids else None
+    if not task_ids:
+        return None
+    options = options or EngineOptions()
+    decoder = decoder_path(options.binlog_decoder, options.cache_dir)
+    return CatchupSettings(spark, task_ids, threshold, in_driver=options.catchup_in_driver, decoder=decoder)
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,8 @@ class RangeContext:
     schemas: dict[TableId, TableSchema]
     event_filter: BinlogSplitFilter
     flavor: str = "mariadb"
-    native: bool = False  # the Go decoder reproduces these tables exactly (mysql/binlog_native.py)
+    # The Go decoder, when it reproduces these tables exactly (mysql/binlog_native.py).
+    decoder: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ def read_range(context: RangeContext, window: CatchupRange, server_id: int) -> R
 
 
 def _read_native(context: RangeContext, window: CatchupRange, server_id: int) -> RangeResult | None:
-    binary = decoder_path() if context.native else None
+    binary = context.decoder
     event_filter = context.event_filter
     captured = {t: s for t, s in context.schemas.items() if event_filter.is_captured(t)}
     # Past every table's maximum high watermark the filter passes every captured table's events;
@@ -167,8 +175,7 @@ def _read_python(context: RangeContext, window: CatchupRange, server_id: int) ->
     raise SourceError(f"the binlog ended at {reader.position} before catch-up range {window} ended")
 
 
-def _decode_in_driver(spark_ready: bool) -> bool:
-    choice = in_driver_choice(IN_DRIVER_ENV)
+def _decode_in_driver(choice: InDriver, spark_ready: bool) -> bool:
     return choice == "always" or (choice != "never" and not spark_ready)
 
 
@@ -215,12 +222,13 @@ class CatchupRunner:
             # Rounds go to Spark once its workers are up too: the first job would wait for them.
             self._warm = warm_up(self._settings.spark, width, [__name__], lambda: not self._on_spark.is_set())
             schemas = dict(self._schemas)
-            native = native_eligible(self._source, schemas) and decoder_path() is not None
+            exact = native_eligible(self._source, schemas)
+            decoder = self._settings.decoder if exact else None
             self._listener.message(
                 f"parallel catch-up of {start} → {ranges[-1].stop}: {len(ranges)} ranges, "
-                f"{len(self._settings.server_ids)} tasks, {'Go' if native else 'Python'} decoder"
+                f"{len(self._settings.server_ids)} tasks, {'Go' if decoder else 'Python'} decoder"
             )
-            context = RangeContext(self._source, schemas, event_filter, self._flavor, native)
+            context = RangeContext(self._source, schemas, event_filter, self._flavor, decoder)
             checkpoint, start = self._run_rounds(context, ranges, checkpoint, start, should_stop)
             event_filter.advance_to(start)
         return checkpoint, start
@@ -296,7 +304,7 @@ class CatchupRunner:
             return read_range(copy.deepcopy(context), pair[0], pair[1])
 
         decoder = "its tasks"
-        if _decode_in_driver(takes_jobs(self._settings.spark, self._warm)):
+        if _decode_in_driver(self._settings.in_driver, takes_jobs(self._settings.spark, self._warm)):
             decoder = "the driver (Spark starting)"
             with ThreadPoolExecutor(len(pairs), thread_name_prefix="sparkcdc-catchup-driver") as threads:
                 results = list(threads.map(task_in_driver, pairs))

@@ -250,7 +250,7 @@ class PipelineDriver:
             binlog if tune is None else tune(binlog),
             stop_at,
             dict(self._snapshot.chunk_key_columns),
-            catchup_settings(self._spark, ids, self._runtime.pipeline.spec),
+            catchup_settings(self._spark, ids, self._runtime.pipeline.spec, self._runtime.options),
             self._identity.server_id if self._identity is not None else None,
         )
         sink = self._runtime.sink.open()
@@ -278,7 +278,8 @@ class PipelineDriver:
                 self._snapshot.parallelism,
                 self._listener,
                 threads=self._driver_threads or self._snapshot.parallelism,
-                mode=self._snapshot.read_in_driver,
+                mode=self._runtime.options.snapshot_in_driver or self._snapshot.read_in_driver,
+                worth_seconds=self._runtime.options.spark_worth_seconds,
             )
             if checkpoint is None or not checkpoint.snapshot_done:
                 runner.begin()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
@@ -11,6 +11,7 @@ from sparkcdc.api.base import SecretKeyRef
 from sparkcdc.api.resource import CdcPipeline
 from sparkcdc.api.sinks import JdbcSink
 from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import SinkConfig
 from sparkcdc.sinks.factory import sink_config
 
@@ -23,13 +24,19 @@ class PipelineRuntime:
     pipeline: CdcPipeline
     source: SourceConfig
     sink: SinkConfig
+    options: EngineOptions = field(default_factory=EngineOptions)  # the engine's switches
 
     @property
     def name(self) -> str:
         return self.pipeline.metadata.name
 
 
-def build_runtime(pipeline: CdcPipeline, resolve: SecretResolver) -> PipelineRuntime:
+def build_runtime(
+    pipeline: CdcPipeline, resolve: SecretResolver, options: EngineOptions | None = None
+) -> PipelineRuntime:
+    """The runtime of ``pipeline`` with its secrets resolved and the engine's ``options`` (built
+    at the composition root; default: the production choices)."""
+    options = options or EngineOptions()
     spec = pipeline.spec
     source_password = resolve(spec.source.password_secret_ref, "spec.source.passwordSecretRef")
     ca_pem: str | None = None
@@ -44,10 +51,11 @@ def build_runtime(pipeline: CdcPipeline, resolve: SecretResolver) -> PipelineRun
         tls_mode=spec.source.tls.mode,
         ca_pem=ca_pem,
         connect_timeout=spec.source.connect_timeout_seconds,
+        chunk_reader=options.chunk_reader,
     )
     sink_password: str | None = None
     if isinstance(spec.sink, JdbcSink):
         sink_password = resolve(
             spec.sink.password_secret_ref, "spec.sink.passwordSecretRef"
         ).get_secret_value()
-    return PipelineRuntime(pipeline, source, sink_config(spec.sink, sink_password))
+    return PipelineRuntime(pipeline, source, sink_config(spec.sink, sink_password), options)

@@ -187,18 +187,6 @@ def takes_jobs(spark: Any, warm: threading.Event | None) -> bool:
     return executors_ready(spark) or not getattr(spark, "started", True)
 
 
-IN_DRIVER_CHOICES = ("auto", "never", "always")
-
-
-def in_driver_choice(variable: str, default: str = "auto") -> str:
-    """``$variable`` or else ``default``, which says where work that can run on the driver's threads
-    runs: ``auto`` (there while Spark is not up), ``never`` (always on Spark), ``always``."""
-    choice = os.environ.get(variable) or default
-    if choice not in IN_DRIVER_CHOICES:
-        raise ValueError(f"{variable}={choice!r}: use one of {', '.join(IN_DRIVER_CHOICES)}")
-    return choice
-
-
 def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[], bool]) -> threading.Event:
     """Start ``spark`` (e.g. a ``LazySession``) on a daemon thread, concurrently with the caller's
     planning; if it is up while ``needed()`` still holds (no snapshot wave submitted yet), also

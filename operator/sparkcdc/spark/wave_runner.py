@@ -13,31 +13,28 @@ the snapshot (the operator's driver pod, ``make demo``) takes the waves once its
 
 ``spec.snapshot.readInDriver`` (the ``mode``): ``auto`` (the default, as above), ``never`` (every
 wave on Spark, which starts at once), ``always`` (every wave in the driver; Spark is not started).
-``SPARKCDC_SNAPSHOT_IN_DRIVER``, when set, overrides it (benchmarks compare the modes with it).
-``SPARKCDC_SPARK_WORTH_SECONDS`` overrides ``SPARK_WORTH_SECONDS``.
+``EngineOptions.snapshot_in_driver`` overrides it (benchmarks compare the modes with it), and
+``EngineOptions.spark_worth_seconds`` replaces ``SPARK_WORTH_SECONDS``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.waves import SPARK_WORTH_SECONDS, spark_worth_starting
+from sparkcdc.options import InDriver
 from sparkcdc.sinks.base import SinkConfig, writes_in_driver
 from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.session import in_driver_choice, takes_jobs, warm_up
+from sparkcdc.spark.session import takes_jobs, warm_up
 from sparkcdc.spark.snapshot import SnapshotTask, SplitSummary, WaveContext, run_wave, run_wave_in_threads
 
-__all__ = ["IN_DRIVER_ENV", "WORTH_SECONDS_ENV", "WaveRunner", "snapshot_modules"]
+__all__ = ["WaveRunner", "snapshot_modules"]
 
 log = logging.getLogger(__name__)
-
-IN_DRIVER_ENV = "SPARKCDC_SNAPSHOT_IN_DRIVER"
-WORTH_SECONDS_ENV = "SPARKCDC_SPARK_WORTH_SECONDS"
 
 
 def snapshot_modules(sink: SinkConfig) -> list[str]:
@@ -56,7 +53,8 @@ class WaveRunner:
         listener: PipelineListener,
         *,
         threads: int = 0,
-        mode: str = "auto",
+        mode: InDriver = "auto",
+        worth_seconds: float = SPARK_WORTH_SECONDS,
     ) -> None:
         """``workers``: Spark's Python workers to warm up; ``threads``: tasks the driver runs at
         once (default ``workers``). On Kubernetes that is the driver pod's cores: a task holds up
@@ -66,12 +64,12 @@ class WaveRunner:
         self._sink = sink
         self._workers = workers
         self._listener = listener
-        self._mode = "never" if writes_in_driver(sink) else in_driver_choice(IN_DRIVER_ENV, mode)
+        self._mode: InDriver = "never" if writes_in_driver(sink) else mode
         self._warm: threading.Event | None = None  # set once Spark's start-up thread is done
         self._on_spark = threading.Event()  # a wave was submitted to Spark
         self._driver_splits = 0
         self._driver_seconds = 0.0
-        self._worth_seconds = float(os.environ.get(WORTH_SECONDS_ENV) or SPARK_WORTH_SECONDS)
+        self._worth_seconds = worth_seconds
 
     def begin(self) -> None:
         """Called before planning: start Spark now unless waves may run in the driver, so the

@@ -9,7 +9,7 @@ import pytest
 from binlog_support import Case, new_case
 
 from harness.mariadb import start_server
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
+from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV as IN_DRIVER_ENV
 from sparkcdc.testing.mariadb import MariaDBServer
 
 

@@ -25,8 +25,8 @@ from binlog_support import Case
 
 from harness.runner import run_sparkcdc, subprocess_env
 from sparkcdc.core.offsets import BinlogOffset
-from sparkcdc.mysql.binlog_native import DECODER_ENV
-from sparkcdc.spark.catchup import IN_DRIVER_ENV
+from sparkcdc.options import BINLOG_DECODER_ENV as DECODER_ENV
+from sparkcdc.options import CATCHUP_IN_DRIVER_ENV as IN_DRIVER_ENV
 
 TABLES = ["a", "b", "c"]
 SINGLE = {"parallelCatchupThresholdBytes": 0}

@@ -20,7 +20,7 @@ from harness.mariadb import binlog_offset
 from sparkcdc.core.catchup import CatchupRange
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_native import DECODER_ENV, decode_range, decoder_path, native_eligible
+from sparkcdc.mysql.binlog_native import decode_range, decoder_path, native_eligible
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.zero_dates import keep_zero_dates
@@ -45,7 +45,9 @@ def _schema(cfg: SourceConfig, table: TableId) -> TableSchema:
 
 def _read(cfg: SourceConfig, schema: TableSchema, window: CatchupRange, native: bool) -> RangeResult:
     event_filter = BinlogSplitFilter({}, {}, streaming=[schema.table])
-    context = RangeContext(cfg, {schema.table: schema}, event_filter, "mariadb", native)
+    context = RangeContext(
+        cfg, {schema.table: schema}, event_filter, "mariadb", decoder_path() if native else None
+    )
     return read_range(context, window, 4201 if native else 4202)
 
 
@@ -107,6 +109,5 @@ def test_go_decoder_leaves_what_it_cannot_reproduce_to_python(
     assert result.changes[schema.table].upserts == {(1,): {"id": 1, "v": "a"}, (2,): {"id": 2, "v": "b"}}
 
 
-def test_python_decoder_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(DECODER_ENV, "python")
-    assert decoder_path() is None
+def test_python_decoder_can_be_forced() -> None:
+    assert decoder_path("python") is None

@@ -12,7 +12,7 @@ from test_mysql_types_roundtrip import DDL, ROWS, _insert, _random_rows
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql import chunk_reader
-from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, chunk_read_method, read_chunk
+from sparkcdc.mysql.chunk_reader import chunk_read_method, read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
@@ -25,10 +25,8 @@ def _both(
     try:
         assert chunk_read_method(conn) == "connectorx"
         fast = read_chunk(conn, schema, split, fetch_size=7)
-        monkeypatch.setenv(CHUNK_READER_ENV, "pymysql")
-        assert chunk_read_method(conn) == "pymysql"
-        slow = read_chunk(conn, schema, split, fetch_size=7)
-        monkeypatch.delenv(CHUNK_READER_ENV)
+        assert chunk_read_method(conn, "pymysql") == "pymysql"
+        slow = read_chunk(conn, schema, split, fetch_size=7, reader="pymysql")
     finally:
         conn.close()
     assert fast.schema == slow.schema == schema.arrow_schema()

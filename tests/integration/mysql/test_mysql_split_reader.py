@@ -15,6 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from sparkcdc.core.splits import Key, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql import split_reader
 from sparkcdc.mysql.binlog_reader import read_changes
-from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, read_chunk
+from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.split_reader import read_split
@@ -158,7 +159,6 @@ def wide_brackets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """Both chunk read paths (auto: ConnectorX where installed), each with its chunk read
     padded by pauses, so changes land between the low watermark and the read as well as
     between the read and the high watermark, whatever the machine's speed."""
-    monkeypatch.setenv(CHUNK_READER_ENV, request.param)
     real = split_reader.read_chunk
 
     def slow_read_chunk(*args: Any, **kwargs: Any) -> Any:
@@ -224,7 +224,13 @@ def test_int_key_splits_under_concurrent_writes(
         SnapshotSplit(int_table.table, 3, (4000,), None),
     ]
     _check_splits(
-        mariadb, source_config, int_table, splits, Writer(mariadb, statements), _int_in_range, rounds=2
+        mariadb,
+        replace(source_config, chunk_reader=wide_brackets),
+        int_table,
+        splits,
+        Writer(mariadb, statements),
+        _int_in_range,
+        rounds=2,
     )
 
 
@@ -316,7 +322,13 @@ def test_collated_composite_key_splits_under_concurrent_writes(
         SnapshotSplit(string_table.table, 3, ("Q", 0), None),
     ]
     _check_splits(
-        mariadb, source_config, string_table, splits, Writer(mariadb, statements), in_range, rounds=2
+        mariadb,
+        replace(source_config, chunk_reader=wide_brackets),
+        string_table,
+        splits,
+        Writer(mariadb, statements),
+        in_range,
+        rounds=2,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import struct
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -16,7 +17,7 @@ from sparkcdc.core.events import Op
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_reader import read_changes
-from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, read_chunk
+from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
@@ -196,7 +197,7 @@ def test_snapshot_and_binlog_values_agree(
     reader: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(CHUNK_READER_ENV, reader)  # auto: ConnectorX where it is installed
+    source_config = replace(source_config, chunk_reader=reader)  # auto: ConnectorX where installed
     assert mariadb.execute("SELECT @@global.time_zone")[0][0] == SERVER_TIME_ZONE
     table = f"`{fresh_db}`.`types`"
     mariadb.execute(DDL.format(t=table))
@@ -213,8 +214,10 @@ def test_snapshot_and_binlog_values_agree(
     try:
         schema = load_table_schema(control, tid)
         everything = SnapshotSplit(tid, 0, None, None)
-        fast = _by_id(read_chunk(raw, schema, everything, fetch_size=64).to_pylist())
-        slow = _by_id(read_chunk(control, schema, everything).to_pylist())  # PyMySQL-converted values
+        fast = _by_id(read_chunk(raw, schema, everything, fetch_size=64, reader=reader).to_pylist())
+        slow = _by_id(
+            read_chunk(control, schema, everything, reader=reader).to_pylist()
+        )  # PyMySQL-converted values
     finally:
         control.close()
         raw.close()

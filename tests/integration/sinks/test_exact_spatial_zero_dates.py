@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import struct
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_reader import read_changes
-from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV, read_chunk
+from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.zero_dates import keep_zero_dates
@@ -128,7 +129,8 @@ def source(mariadb: MariaDBServer, fresh_db: str) -> Iterator[tuple[str, TableId
 def _snapshot(config: SourceConfig, schema: TableSchema) -> dict[int, dict[str, Any]]:
     conn = connect(config, streaming=True)
     try:
-        rows = read_chunk(conn, schema, SnapshotSplit(schema.table, 0, None, None)).to_pylist()
+        split = SnapshotSplit(schema.table, 0, None, None)
+        rows = read_chunk(conn, schema, split, reader=config.chunk_reader).to_pylist()
     finally:
         conn.close()
     return {r["id"]: r for r in rows}
@@ -151,7 +153,7 @@ def test_spatial_and_zero_dates_exact_in_every_sink(
     reader: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(CHUNK_READER_ENV, reader)
+    source_config = replace(source_config, chunk_reader=reader)
     table, tid = source
     start = binlog_offset(mariadb)
     _insert(mariadb, table, 1, 0, True)

@@ -29,7 +29,7 @@ from harness.runner import SparkcdcProcess
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
+from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV as IN_DRIVER_ENV
 
 pytestmark = pytest.mark.integration
 

@@ -35,7 +35,7 @@ from kill_support import (
 )
 from snapshot_support import Scenario, assert_same_rows
 
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
+from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV as IN_DRIVER_ENV
 
 pytestmark = pytest.mark.integration
 

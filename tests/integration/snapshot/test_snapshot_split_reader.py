@@ -18,6 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -29,7 +30,6 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import Key, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog_reader import read_changes
-from sparkcdc.mysql.chunk_reader import CHUNK_READER_ENV
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.split_reader import SplitReader, SplitReadResult, read_split
@@ -161,7 +161,7 @@ def test_one_connection_per_task_each_split_exact_at_its_high_watermark(
     method: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(CHUNK_READER_ENV, method)
+    source_config = replace(source_config, chunk_reader=method)
     control = connect(source_config)
     try:
         splits = plan_table(control, table, SnapshotSpec(chunk_size=200))

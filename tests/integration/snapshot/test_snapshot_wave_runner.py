@@ -20,14 +20,16 @@ import pytest
 from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
+from sparkcdc.core.waves import SPARK_WORTH_SECONDS
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV, EngineOptions, InDriver, OptionsError
 from sparkcdc.sinks.changelog import ChangelogSinkConfig
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.listener import PipelineListener
 from sparkcdc.spark.planning import plan_table
 from sparkcdc.spark.snapshot import SplitSummary, WaveContext, plan_tasks
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV, WORTH_SECONDS_ENV, WaveRunner
+from sparkcdc.spark.wave_runner import WaveRunner
 from sparkcdc.testing.mariadb import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -113,12 +115,9 @@ def make_waves(
     session as ``sparkcdc run`` gives it (started on first use), or with ``lazy=False`` as the
     operator's driver pod does (started before the snapshot)."""
 
-    def make(mode: str, worth_seconds: str | None = None, *, lazy: bool = True, threads: int = 0) -> Waves:
-        monkeypatch.setenv(IN_DRIVER_ENV, mode)
-        if worth_seconds is None:
-            monkeypatch.delenv(WORTH_SECONDS_ENV, raising=False)
-        else:
-            monkeypatch.setenv(WORTH_SECONDS_ENV, worth_seconds)
+    def make(
+        mode: InDriver, worth_seconds: float | None = None, *, lazy: bool = True, threads: int = 0
+    ) -> Waves:
         sink = ChangelogSinkConfig(str(tmp_path / "changelog"))
         opened = sink.open()
         opened.prepare([table])
@@ -126,7 +125,10 @@ def make_waves(
         messages = Messages()
         # The shared test session stands behind the LazySession; it is not stopped here.
         session = LazySession(lambda: spark) if lazy else spark
-        runner = WaveRunner(session, sink, len(SERVER_IDS), messages, threads=threads)
+        worth = SPARK_WORTH_SECONDS if worth_seconds is None else worth_seconds
+        runner = WaveRunner(
+            session, sink, len(SERVER_IDS), messages, threads=threads, mode=mode, worth_seconds=worth
+        )
         runner.begin()
         splits = _splits(source_config, table)
         assert len(splits) >= 6
@@ -136,7 +138,7 @@ def make_waves(
 
 
 def test_auto_reads_in_the_driver_until_spark_is_up(make_waves: MakeWaves) -> None:
-    waves = make_waves("auto", "0")
+    waves = make_waves("auto", 0)
     assert not waves.runner.spark_ready()  # auto starts nothing before a wave says it is worth it
     waves.run(0, 2)
     assert any("starting Spark" in line for line in waves.messages.lines), waves.messages.lines
@@ -160,7 +162,7 @@ def test_auto_does_not_start_spark_for_a_short_rest(make_waves: MakeWaves) -> No
 
 
 def test_always_never_starts_spark(make_waves: MakeWaves) -> None:
-    waves = make_waves("always", "0", threads=1)  # the wave's two tasks one after the other
+    waves = make_waves("always", 0, threads=1)  # the wave's two tasks one after the other
     waves.run(0, 2)
     waves.run(2, len(waves.splits))
     assert not waves.runner.spark_ready() and waves.messages.lines == []
@@ -172,7 +174,8 @@ def test_never_runs_every_wave_on_spark(make_waves: MakeWaves) -> None:
     waves.run(0, len(waves.splits))
 
 
-def test_an_unknown_mode_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(IN_DRIVER_ENV, "sometimes")
-    with pytest.raises(ValueError, match=f"{IN_DRIVER_ENV}='sometimes': use one of auto, never, always"):
-        WaveRunner(None, ChangelogSinkConfig(str(tmp_path)), 2, Messages())
+def test_an_unknown_mode_names_the_variable() -> None:
+    with pytest.raises(
+        OptionsError, match=f"{SNAPSHOT_IN_DRIVER_ENV}='sometimes': use one of auto, never, always"
+    ):
+        EngineOptions.from_environment({SNAPSHOT_IN_DRIVER_ENV: "sometimes"})

@@ -16,7 +16,6 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.spark import catchup
 from sparkcdc.spark.catchup import (
-    IN_DRIVER_ENV,
     CatchupRunner,
     CatchupSettings,
     RangeContext,
@@ -94,10 +93,14 @@ def test_ranges_the_driver_decodes_each_get_their_own_context(monkeypatch: pytes
         return RangeResult(window.index, 0, {}, {})
 
     monkeypatch.setattr(catchup, "read_range", read_range)
-    monkeypatch.setenv(IN_DRIVER_ENV, "always")
     source = SourceConfig(host="db", port=3306, user="cdc")
     runner = CatchupRunner(
-        CatchupSettings(None, (1, 2), 1), source, cast(Any, None), {}, PipelineListener(), lambda c: c
+        CatchupSettings(None, (1, 2), 1, in_driver="always"),
+        source,
+        cast(Any, None),
+        {},
+        PipelineListener(),
+        lambda c: c,
     )
     context = RangeContext(source, {}, shared)
     windows = [CatchupRange(0, low, high), CatchupRange(1, high, BinlogOffset("b.000001", 1500))]

@@ -1,0 +1,162 @@
+"""The engine's switches, typed and built once at the composition roots, then passed down.
+
+Where a snapshot wave or a catch-up round runs, which binlog decoder and chunk reader are used: these
+choose between paths that give the same result at different cost, so they are not in the
+CdcPipeline spec (except ``spec.snapshot.readInDriver``, which a user tunes per pipeline). They come
+from the environment of the process that composes the engine (``sparkcdc run`` in ``local.py``, the
+driver pod's ``controller/driver_main.py``) through :meth:`EngineOptions.from_environment` and
+nowhere else: ``mysql/``, ``spark/`` and ``sinks/`` take them as arguments, so every path a test or a
+benchmark wants is built, not set in a global. ``python -m sparkcdc.options`` prints
+``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Literal, get_args
+
+from sparkcdc.core.waves import SPARK_WORTH_SECONDS
+from sparkcdc.paths import cache_dir
+
+__all__ = [
+    "BINLOG_DECODER_ENV",
+    "CACHE_DIR_ENV",
+    "CATCHUP_IN_DRIVER_ENV",
+    "CHUNK_READER_ENV",
+    "SNAPSHOT_IN_DRIVER_ENV",
+    "SPARK_WORTH_SECONDS_ENV",
+    "ChunkReader",
+    "EngineOptions",
+    "InDriver",
+    "OptionsError",
+    "configuration_markdown",
+]
+
+# The environment variables of the composition roots, one per field (tests and benchmarks that
+# start ``sparkcdc run`` set them).
+SNAPSHOT_IN_DRIVER_ENV = "SPARKCDC_SNAPSHOT_IN_DRIVER"
+CATCHUP_IN_DRIVER_ENV = "SPARKCDC_CATCHUP_IN_DRIVER"
+SPARK_WORTH_SECONDS_ENV = "SPARKCDC_SPARK_WORTH_SECONDS"
+BINLOG_DECODER_ENV = "SPARKCDC_BINLOG_DECODER"
+CHUNK_READER_ENV = "SPARKCDC_CHUNK_READER"
+CACHE_DIR_ENV = "SPARKCDC_CACHE_DIR"
+
+InDriver = Literal["auto", "never", "always"]
+ChunkReader = Literal["auto", "pymysql"]
+
+
+class OptionsError(ValueError):
+    """An environment variable has a value the engine cannot use; the message names it."""
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Every engine switch (see the module docstring); the defaults are the production choices."""
+
+    snapshot_in_driver: InDriver | None = field(
+        default=None,
+        metadata={
+            "env": SNAPSHOT_IN_DRIVER_ENV,
+            "doc": "Overrides `spec.snapshot.readInDriver` for every pipeline of the process "
+            "(`auto`, `never`, `always`); the benchmarks compare the modes with it.",
+        },
+    )
+    catchup_in_driver: InDriver = field(
+        default="auto",
+        metadata={
+            "env": CATCHUP_IN_DRIVER_ENV,
+            "doc": "Where parallel catch-up rounds are decoded: `auto` (the driver while Spark starts, "
+            "then Spark), `never` (always Spark), `always` (always the driver's threads).",
+        },
+    )
+    spark_worth_seconds: float = field(
+        default=SPARK_WORTH_SECONDS,
+        metadata={
+            "env": SPARK_WORTH_SECONDS_ENV,
+            "doc": "With `readInDriver: auto`, the driver starts Spark once the splits left would keep "
+            "it busy longer than this many seconds.",
+        },
+    )
+    binlog_decoder: str = field(
+        default="auto",
+        metadata={
+            "env": BINLOG_DECODER_ENV,
+            "doc": "Catch-up's decoder: `auto` (the Go decoder built under the cache directory where it "
+            "is exact, else Python), `python`, or the path of a decoder binary (the images set it).",
+        },
+    )
+    chunk_reader: ChunkReader = field(
+        default="auto",
+        metadata={
+            "env": CHUNK_READER_ENV,
+            "doc": "How snapshot chunks are read: `auto` (ConnectorX where it is exact, else PyMySQL) "
+            "or `pymysql`.",
+        },
+    )
+    cache_dir: Path = field(
+        default_factory=cache_dir,
+        metadata={
+            "env": CACHE_DIR_ENV,
+            "doc": "Where built tools (the Go decoder, Spark's class-data archive) are kept; default "
+            "`$XDG_CACHE_HOME/sparkcdc`, else `~/.cache/sparkcdc` (the same in hack/cache-dir.sh).",
+        },
+    )
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None) -> EngineOptions:
+        """The options the variables in ``env`` (default: this process's) ask for."""
+        env = os.environ if env is None else env
+        found: dict[str, object] = {"cache_dir": cache_dir(env)}
+        for f in fields(cls):
+            text = env.get(f.metadata["env"], "").strip()
+            if text and f.name != "cache_dir":
+                found[f.name] = _parse(f.name, f.metadata["env"], text)
+        return cls(**found)  # type: ignore[arg-type]
+
+
+def _parse(name: str, variable: str, text: str) -> object:
+    choices = {"snapshot_in_driver": InDriver, "catchup_in_driver": InDriver, "chunk_reader": ChunkReader}
+    if name in choices:
+        allowed = get_args(choices[name])
+        if text.lower() not in allowed:
+            raise OptionsError(f"${variable}={text!r}: use one of {', '.join(allowed)}")
+        return text.lower()
+    if name == "spark_worth_seconds":
+        try:
+            return max(0.0, float(text))
+        except ValueError:
+            raise OptionsError(f"${variable}={text!r} is not a number of seconds") from None
+    return text
+
+
+def configuration_markdown() -> str:
+    """docs/configuration.md: every switch, where it is set and what it does."""
+    lines = [
+        "# Configuration",
+        "",
+        "<!-- Generated by `python -m sparkcdc.options`; edit operator/sparkcdc/options.py. -->",
+        "",
+        "What a pipeline does is its CdcPipeline spec ([reference.md](reference.md)). How the engine runs",
+        "it — paths that give the same replica at a different cost — is chosen by these environment",
+        "variables, read once when `sparkcdc run` or a driver pod starts (`EngineOptions` in",
+        "`operator/sparkcdc/options.py`) and passed down as arguments. The operator's own settings",
+        "are its flags (`sparkcdc operator --help`), set by the Helm chart's values; the variables",
+        "of a driver pod (`SPARKCDC_PIPELINE_NAME`, `SPARKCDC_EPOCH`, ...) are set by the operator.",
+        "",
+        "| Variable | Default | What it does |",
+        "|---|---|---|",
+    ]
+    defaults = EngineOptions(cache_dir=Path("~/.cache/sparkcdc"))
+    for f in fields(EngineOptions):
+        default = getattr(defaults, f.name)
+        shown = "spec" if default is None else str(default)
+        lines.append(f"| `{f.metadata['env']}` | `{shown}` | {f.metadata['doc']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(configuration_markdown())
