@@ -12,6 +12,7 @@ pipeline's Spark key cannot join the application.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -154,6 +155,7 @@ def test_the_readme_pipeline_runs_on_executor_pods_and_survives_their_loss(
 
     # Two executors join the first driver; one is deleted while splits are read.
     first = wait_until(lambda: executors_up(cp, runner), 420, "two executors registered with the driver")
+    assert_executor_pods(cp, mariadb.cdc_password or "")
     assert not snapshot_done(cp), "the snapshot ended before an executor could be deleted"
     kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, first[0], "--wait=false")
     wait_until(lambda: set(executors_up(cp, runner)) - set(first), 300, "a replacement executor")
@@ -186,6 +188,28 @@ def replica_equals(mariadb: MariaDBServer, db: str) -> bool:
         return source == mariadb.execute(f"SELECT * FROM `{db}_replica`.`orders` ORDER BY id")
     except Exception:
         return False
+
+
+def assert_executor_pods(cp: ControlPlane, password: str) -> None:
+    """Executors run as the pipeline's account without an API token, owned by the driver pod, with
+    its labels; the database password only by secretKeyRef and the Spark key only as a file."""
+    (driver,) = [p for p in pods(cp, DRIVER) if p["status"].get("phase") == "Running"]
+    key = base64.b64decode(
+        get(cp, "secret", f"{PIPELINE}-sparkcdc-spark-auth", "-n", PIPELINE_NS)["data"]["spark-auth-key"]
+    )
+    for pod in pods(cp, EXECUTOR):
+        spec, text = pod["spec"], json.dumps(pod)
+        assert spec["serviceAccountName"] == f"{PIPELINE}-sparkcdc-driver"
+        assert spec["automountServiceAccountToken"] is False
+        (owner,) = pod["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"]) == ("Pod", driver["metadata"]["name"])
+        env = {e["name"]: e for e in spec["containers"][0]["env"]}
+        refs = [
+            e["valueFrom"]["secretKeyRef"] for e in env.values() if "secretKeyRef" in e.get("valueFrom", {})
+        ]
+        assert any((r["name"], r["key"]) == ("mysql-cdc", "password") for r in refs), refs
+        assert "_SPARK_AUTH_SECRET" not in env
+        assert password not in text and base64.b64encode(key).decode() not in text
 
 
 def assert_no_password_in_logs(runner: NodeRunner, password: str) -> None:

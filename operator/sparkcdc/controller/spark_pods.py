@@ -36,6 +36,7 @@ from sparkcdc.controller.builders import (
     SPARK_AUTH_FILE,
     SPARK_AUTH_KEY,
     SPARK_LOCAL_DIR,
+    driver_account_name,
     driver_host,
     labels,
     owner_reference,
@@ -91,6 +92,9 @@ def kubernetes_conf(pipeline: CdcPipeline, env: Mapping[str, str]) -> dict[str, 
         "spark.kubernetes.authenticate.caCertFile": f"{SERVICE_ACCOUNT_DIR}/ca.crt",
         "spark.kubernetes.authenticate.oauthTokenFile": f"{SERVICE_ACCOUNT_DIR}/token",
         "spark.kubernetes.executor.podNamePrefix": f"{name}-e{env.get(ENV_EPOCH, '0')}",
+        # The pipeline's own account (and its annotations, e.g. a workload identity for an object
+        # store); the template mounts no API token, so executors cannot call the API server.
+        "spark.kubernetes.authenticate.executor.serviceAccountName": driver_account_name(name),
         "spark.kubernetes.executor.podTemplateFile": EXECUTOR_TEMPLATE_PATH,
         "spark.kubernetes.executor.podTemplateContainerName": EXECUTOR_CONTAINER,
         "spark.executor.instances": str(spark.executor.instances),

@@ -44,6 +44,7 @@ def test_kubernetes_conf_runs_authenticated_encrypted_executors_from_the_templat
         "mysql-cdc:password"
     )
     assert conf["spark.kubernetes.executor.label.sparkcdc.io/pipeline"] == "shop"
+    assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == "shop-sparkcdc-driver"
 
 
 def test_without_a_pod_ip_the_driver_is_reached_through_its_service() -> None:
