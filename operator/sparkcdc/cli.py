@@ -106,7 +106,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sparkcdc import __version__
+
     parser = argparse.ArgumentParser(prog="sparkcdc", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"sparkcdc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     crd = sub.add_parser("crd", help="print the CdcPipeline CustomResourceDefinition")
