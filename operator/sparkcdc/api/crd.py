@@ -28,6 +28,12 @@ _HEADER = (
 )
 
 PRINTER_COLUMNS: list[dict[str, str | int]] = [
+    {
+        "name": "Ready",
+        "type": "string",
+        "description": "The Ready condition (kstatus): True while the pipeline runs and keeps up",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+    },
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
     {"name": "Tables", "type": "integer", "jsonPath": ".status.progress.tables"},
     {
@@ -103,6 +109,8 @@ def crd_document() -> dict[str, Any]:
                 "plural": PLURAL,
                 "singular": SINGULAR,
                 "shortNames": list(SHORT_NAMES),
+                # `kubectl get sparkcdc` lists the pipelines of a namespace with this category.
+                "categories": ["sparkcdc"],
             },
             "scope": "Namespaced",
             "versions": [

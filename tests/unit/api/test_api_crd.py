@@ -52,6 +52,7 @@ def test_crd_names_and_version() -> None:
         "plural": "cdcpipelines",
         "singular": "cdcpipeline",
         "shortNames": ["cdcp"],
+        "categories": ["sparkcdc"],
     }
     [version] = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
@@ -61,6 +62,7 @@ def test_crd_names_and_version() -> None:
         for c in version["additionalPrinterColumns"]
     }
     assert columns == {
+        "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status', 0),
         "Phase": ("string", ".status.phase", 0),
         "Tables": ("integer", ".status.progress.tables", 0),
         "Splits": ("string", ".status.progress.splitsDisplay", 0),
