@@ -2,7 +2,8 @@
 
 Starts its own control plane (etcd, kube-apiserver, kube-controller-manager from
 ``sparkcdc.testing.kube``) and a test node runner, then ``sparkcdc operator`` as a subprocess with
-its production resync interval. The driver pods run a stand-in command (``sleep``) so that every
+its production resync interval. The node runner runs the driver pods as host processes (not 200
+containers) with a ``sparkcdc`` first on their PATH whose ``driver`` is ``sleep``, so that every
 pipeline has a running driver pod and the figures are the operator's own, not 200 Spark drivers'.
 
 1. creates ``--pipelines`` CdcPipelines and waits until each has its running driver pod and phase;
@@ -38,7 +39,7 @@ sys.path.insert(0, str(REPO / "operator"))
 from kubernetes import client  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 
-from sparkcdc.testing.kube import ControlPlane, ensure_binaries, free_port  # noqa: E402
+from sparkcdc.testing.kube import RESTRICTED, ControlPlane, ensure_binaries, free_port  # noqa: E402
 from sparkcdc.testing.noderunner import NodeRunner  # noqa: E402
 
 GROUP, VERSION, PLURAL = "sparkcdc.io", "v1alpha1", "cdcpipelines"
@@ -97,7 +98,7 @@ class Cluster:
         self.custom: Any = client.CustomObjectsApi(api)
 
     def prepare(self, namespace: str) -> None:
-        self.core.create_namespace({"metadata": {"name": namespace}})
+        self.core.create_namespace({"metadata": {"name": namespace, "labels": RESTRICTED}})
         wait(lambda: self._exists(self.core.read_namespaced_service_account, "default", namespace), 60, "SA")
         self.core.create_namespaced_service_account(namespace, {"metadata": {"name": "sparkcdc-driver"}})
         secret = {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": "not-used"}}
@@ -131,7 +132,6 @@ class Cluster:
 def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path, args: argparse.Namespace) -> Any:
     env = cp.env()
     env.update({
-        "SPARKCDC_DRIVER_COMMAND": json.dumps(["sleep", "infinity"]),
         "SPARKCDC_SCHEDULER_NAME": str(runner.scheduler_name),
         "SPARKCDC_METRICS_PORT": str(free_port()),
         "SPARKCDC_RESYNC_SECONDS": str(args.resync_seconds),
@@ -202,6 +202,17 @@ def measure(cp: ControlPlane, runner: NodeRunner, workdir: Path, args: argparse.
             proc.kill()
 
 
+def stand_in_env(workdir: Path) -> dict[str, str]:
+    """The node's environment: a ``sparkcdc`` first on PATH whose ``driver`` (the driver pods'
+    command) only sleeps."""
+    bin_dir = workdir / "stand-in"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "sparkcdc"
+    script.write_text('#!/bin/sh\n[ "$1" = driver ] && exec sleep infinity\nexit 2\n')
+    script.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -219,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         with (
             ControlPlane(workdir / "cp", bin_dir=bin_dir) as cp,
-            NodeRunner(cp.kubeconfig_path, workdir=workdir / "node") as runner,
+            NodeRunner(
+                cp.kubeconfig_path, workdir=workdir / "node", containers=False, base_env=stand_in_env(workdir)
+            ) as runner,
         ):
             results = measure(cp, runner, workdir, args)
     rss, worst = results["rss_mib"], max(results["reaction_seconds"])

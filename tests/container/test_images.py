@@ -51,11 +51,15 @@ def test_spark_image_python_side_matches_the_jvm_side(images: Images) -> None:
 
 
 def test_spark_image_carries_the_go_decoder(images: Images) -> None:
-    """The decoder is where binlog_native finds it, and it runs here (it reads its request first)."""
+    """The decoder is where the engine's options (from the image's environment) find it, and it runs
+    here (it reads its request first)."""
     script = (
-        "from sparkcdc.mysql.binlog_native import decoder_path; print(decoder_path())\n"
+        "from sparkcdc.mysql.binlog_native import decoder_path\n"
+        "from sparkcdc.options import EngineOptions\n"
+        "options = EngineOptions.from_environment()\n"
+        "found = decoder_path(options.binlog_decoder, options.cache_dir); print(found)\n"
         "import subprocess\n"
-        "p = subprocess.run([str(decoder_path())], input=b'not json', capture_output=True)\n"
+        "p = subprocess.run([str(found)], input=b'not json', capture_output=True)\n"
         "print(p.returncode, p.stderr.decode().strip())\n"
     )
     result = run_image(images.spark, ["python3", "-c", script])

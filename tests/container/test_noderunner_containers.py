@@ -15,7 +15,7 @@ import kubernetes
 import pytest
 
 from sparkcdc.testing.containers import Images
-from sparkcdc.testing.kube import ControlPlane, ensure_binaries, wait_until
+from sparkcdc.testing.kube import ControlPlane, create_namespace, ensure_binaries, wait_until
 from sparkcdc.testing.noderunner import NodeRunner
 
 SECRET_VALUE = "pw-from-a-secret"
@@ -52,7 +52,12 @@ def _pod(image: str) -> dict[str, Any]:
         "spec": {
             "schedulerName": "sparkcdc-test-scheduler",
             "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 185, "runAsGroup": 185},
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 185,
+                "runAsGroup": 185,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
             "containers": [
                 {
                     "name": "probe",
@@ -87,9 +92,7 @@ def test_a_pod_runs_as_a_container_on_its_own_address(
 ) -> None:
     cp, runner = cluster
     core: Any = kubernetes.client.CoreV1Api(cp.api_client())
-    ns = f"c-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": ns}})
-    wait_until(lambda: core.read_namespaced_service_account("default", ns), 60, "default service account")
+    ns = create_namespace(core, f"c-{uuid.uuid4().hex[:8]}")  # enforcing `restricted`: the pod passes
     secret = {"metadata": {"name": "db"}, "data": {"pw": base64.b64encode(SECRET_VALUE.encode()).decode()}}
     core.create_namespaced_secret(ns, secret)
     core.create_namespaced_pod(ns, _pod(images.spark))

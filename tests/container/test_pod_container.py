@@ -57,13 +57,14 @@ def _pipeline() -> CdcPipeline:
 
 def _pod(image: str, port: int) -> dict[str, Any]:
     """The operator's driver pod, plus what admission and a test add: the service-account token volume
-    (ServiceAccount admission), a secret volume and env values for the probe."""
+    (ServiceAccount admission), a secret volume, env values and the probe as its command."""
     pod = driver_pod(
         _pipeline(), 3, image=image, spark_master="local[1]", service_account="sparkcdc-driver",
-        spec_hash="abc", command=["sh", "-c", PROBE],
+        spec_hash="abc",
     )  # fmt: skip
     pod["metadata"]["uid"] = str(uuid.uuid4())
     spec, c = pod["spec"], pod["spec"]["containers"][0]
+    c["command"] = ["sh", "-c", PROBE]  # the probe in place of `sparkcdc driver`
     spec["volumes"] += [
         {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
         {"name": "db", "secret": {"secretName": "db", "items": [{"key": "pw", "path": "password"}]}},

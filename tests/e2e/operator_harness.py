@@ -1,4 +1,8 @@
-"""Running ``sparkcdc operator`` against the test control plane, and small helpers for its tests."""
+"""Running ``sparkcdc operator`` against the test control plane, and small helpers for its tests.
+
+The operator runs as a host process (it is not a pod here); the driver pods it creates run as
+containers of the image their pipeline names: the fake driver's test image (``manifest``) or the
+spark image (``operator_realdriver.real_pipeline``)."""
 
 from __future__ import annotations
 
@@ -11,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_images import E2EImages
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from harness.runner import _FAST_JVM, _cds_archive
 from sparkcdc.testing.kube import ControlPlane, free_port
 from sparkcdc.testing.noderunner import NodeRunner
 
-FAKE_DRIVER = Path(__file__).with_name("fake_driver.py")
 GROUP, VERSION, PLURAL = "sparkcdc.io", "v1alpha1", "cdcpipelines"
 SECRET_VALUE = "pw-e2e-7f3a9c"  # must never show up in a pod spec, status or event
 DRIVER_RULES = [
@@ -31,10 +34,12 @@ DRIVER_RULES = [
 
 class RunningOperator:
     def __init__(
-        self, proc: subprocess.Popen[bytes], log: Path, metrics_port: int, driver_metrics_port: int
-    ) -> None:
+        self, proc: subprocess.Popen[bytes], log: Path, metrics_port: int, driver_metrics_port: int,
+        driver_image: str,
+    ) -> None:  # fmt: skip
         self.proc, self.log, self.metrics_port = proc, log, metrics_port
         self.driver_metrics_port = driver_metrics_port  # every driver pod it starts serves here
+        self.driver_image = driver_image  # what its tests' pipelines run (spec.spark.image)
 
     def log_tail(self) -> str:
         return self.log.read_text(errors="replace")[-6000:]
@@ -43,26 +48,10 @@ class RunningOperator:
         assert self.proc.poll() is None, f"the operator exited:\n{self.log_tail()}"
 
 
-def _real_driver() -> list[str]:
-    """``sparkcdc driver`` with the quick JVM start of the engine's tests (C1 only, serial GC and
-    the tests' class-data sharing archive of Spark, when a run has written one)."""
-    options = _FAST_JVM
-    if _cds_archive().is_file():
-        options += f" -XX:SharedArchiveFile={_cds_archive()}"
-    submit = f'PYSPARK_SUBMIT_ARGS=--driver-java-options "{options}" pyspark-shell'
-    return ["env", submit, "SPARK_LOCAL_IP=127.0.0.1", sys.executable, "-m", "sparkcdc", "driver"]
-
-
-REAL_DRIVER = _real_driver()
-
-
-def start_operator(
-    cp: ControlPlane, runner: NodeRunner, workdir: Path, command: list[str] | None = None
-) -> RunningOperator:
+def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path, driver_image: str) -> RunningOperator:
     port, driver_port = free_port(), free_port()
     env = cp.env()
     env.update({
-        "SPARKCDC_DRIVER_COMMAND": json.dumps(command or [sys.executable, str(FAKE_DRIVER)]),
         "SPARKCDC_SPARK_MASTER": "local[2]",
         "SPARKCDC_SCHEDULER_NAME": str(runner.scheduler_name),
         "SPARKCDC_METRICS_PORT": str(port),
@@ -73,14 +62,14 @@ def start_operator(
     code = "from sparkcdc.controller.main import operator_main; raise SystemExit(operator_main())"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT)
-    return RunningOperator(proc, log, port, driver_port)
+    return RunningOperator(proc, log, port, driver_port, driver_image)
 
 
 @contextlib.contextmanager
 def operator_running(
-    cp: ControlPlane, runner: NodeRunner, workdir: Path, command: list[str] | None = None
+    cp: ControlPlane, runner: NodeRunner, workdir: Path, driver_image: str
 ) -> Iterator[RunningOperator]:
-    running = start_operator(cp, runner, workdir, command)
+    running = start_operator(cp, runner, workdir, driver_image)
     try:
         yield running
     finally:
@@ -96,11 +85,14 @@ def operator_running(
 def operator_fixture(
     control_plane: ControlPlane,
     node_runner: NodeRunner,
+    images: E2EImages,
     sparkcdc_crd: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningOperator]:
-    """The operator with the fake driver; one per module, so two never act on the same pipelines."""
-    with operator_running(control_plane, node_runner, tmp_path_factory.mktemp("operator")) as running:
+    """The operator for pipelines of the fake driver's image; one per module, so two never act on
+    the same pipelines."""
+    workdir = tmp_path_factory.mktemp("operator")
+    with operator_running(control_plane, node_runner, workdir, images.fake_driver) as running:
         yield running
 
 
@@ -124,7 +116,9 @@ def driver_account_fixture(control_plane: ControlPlane, core: Any, namespace: st
     return "sparkcdc-driver"
 
 
-def manifest(name: str, **spec: Any) -> dict[str, Any]:
+def manifest(name: str, image: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A console-sink pipeline; its driver pods run ``image`` (the fake driver's: see
+    ``RunningOperator.driver_image``), or the CRD's default image, which the test node lacks."""
     body: dict[str, Any] = {
         "source": {
             "host": "127.0.0.1", "user": "cdc", "tables": ["shop.orders"],
@@ -133,6 +127,8 @@ def manifest(name: str, **spec: Any) -> dict[str, Any]:
         "sink": {"type": "console"},
         "restartPolicy": {"initialBackoffSeconds": 1, "maxBackoffSeconds": 2},
     }  # fmt: skip
+    if image is not None:
+        body["spark"] = {"image": image, "imagePullPolicy": "Never"}
     body.update(spec)
     return {
         "apiVersion": f"{GROUP}/{VERSION}",

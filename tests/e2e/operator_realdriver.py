@@ -1,25 +1,24 @@
-"""Helpers of the operator tests that run the real driver (``sparkcdc driver`` on Spark) against the
-``mariadb`` fixture: the operator fixture, pipeline manifests, a concurrent writer, killing a driver
-pod like a container runtime does, and reading the checkpoint and the driver's log."""
+"""Helpers of the operator tests that run the real driver (``sparkcdc driver`` on Spark, in driver pods
+of the spark image) against the ``mariadb`` fixture: the operator fixture, pipeline manifests, and
+reading the checkpoint, the driver's log and its metrics."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pymysql
 import pytest
-from operator_harness import REAL_DRIVER, Pipelines, RunningOperator, operator_running
+from e2e_images import E2EImages
+from operator_harness import Pipelines, RunningOperator, operator_running
 from prometheus_client.parser import text_string_to_metric_families
 
 from sparkcdc.core.checkpoint import Checkpoint, decode
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.spark.session import LOCAL_JVM_OPTIONS
 from sparkcdc.state.status_store import read_checkpoint
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
@@ -32,15 +31,32 @@ Obj = dict[str, Any]
 def real_operator(
     control_plane: ControlPlane,
     node_runner: NodeRunner,
+    images: E2EImages,
     sparkcdc_crd: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningOperator]:
-    with operator_running(control_plane, node_runner, tmp_path_factory.mktemp("op"), REAL_DRIVER) as running:
+    workdir = tmp_path_factory.mktemp("op")
+    with operator_running(control_plane, node_runner, workdir, images.spark) as running:
         yield running
 
 
-def real_pipeline(name: str, mariadb: MariaDBServer, db: str, tables: list[str], **spec: Any) -> Obj:
-    """An ``initial`` pipeline from ``db`` into ``<db>_replica`` through the JDBC sink."""
+def real_spark(image: str) -> Obj:
+    """``spec.spark`` of the tests' real drivers: the spark image (never pulled: the node has it),
+    Spark in the driver pod (the operator's ``--spark-master local[2]``), and a JVM that starts
+    quickly (C1 only, serial GC: what the product gives a local context's JVM)."""
+    return {
+        "image": image,
+        "imagePullPolicy": "Never",
+        "conf": {"spark.driver.extraJavaOptions": LOCAL_JVM_OPTIONS},
+    }
+
+
+def real_pipeline(
+    name: str, mariadb: MariaDBServer, db: str, tables: list[str], image: str, **spec: Any
+) -> Obj:
+    """An ``initial`` pipeline from ``db`` into ``<db>_replica`` through the JDBC sink, its driver
+    pods running ``image`` (``RunningOperator.driver_image``). Snapshot waves run on Spark unless
+    ``spec`` says otherwise (as tests/conftest.py makes the suite's own runs do)."""
     ref = {"name": "mysql-cdc", "key": "password"}
     body: Obj = {
         "source": {
@@ -55,8 +71,10 @@ def real_pipeline(name: str, mariadb: MariaDBServer, db: str, tables: list[str],
             "user": mariadb.cdc_user, "passwordSecretRef": ref,
         },
         "restartPolicy": {"initialBackoffSeconds": 1, "maxBackoffSeconds": 2, "maxRestarts": 100},
+        "spark": real_spark(image),
     }  # fmt: skip
     body.update(spec)
+    body["snapshot"] = {"readInDriver": "never", **body["snapshot"]}
     return {
         "apiVersion": "sparkcdc.io/v1alpha1",
         "kind": "CdcPipeline",
@@ -122,41 +140,6 @@ def metric(text: str, name: str, **labels: str) -> float | None:
             if sample.name == name and sample.labels == labels:
                 return float(sample.value)
     return None
-
-
-# -- killing a driver like a container runtime ---------------------------------------------------
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def kill_tree(pid: int) -> None:
-    """Freeze, then SIGKILL a process and all its descendants (the Spark JVM and the PySpark
-    daemon, which leaves the process group): nothing of it can commit afterwards, as when a
-    container's cgroup is killed."""
-    tree, found, todo = _children(), [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(tree.get(current, []))
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
-        for each in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(each, sig)
-
-
-def process_env(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
 
 
 def last_json_line(text: str) -> Obj:

@@ -7,15 +7,18 @@
   naming the value;
 * the operator, run with a token of the chart's operator ServiceAccount (not admin) and the arguments
   of the chart's Deployment, reconciles a CdcPipeline: it creates the driver pod and Service, and the
-  driver — running as the chart's driver ServiceAccount — writes its checkpoint. So the chart's RBAC
-  suffices, cluster-wide and with ``watchNamespaces``.
+  driver — running as the pipeline's driver ServiceAccount — writes its checkpoint. So the chart's
+  RBAC suffices, cluster-wide and with ``watchNamespaces``; and the chart's Deployment itself runs
+  the operator from its image.
+
+Every namespace enforces the ``restricted`` Pod Security Standard; driver pods run the fake driver's
+image (``tests/e2e/fake_driver``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 import sys
@@ -27,11 +30,12 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e_images import E2EImages
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from operator_harness import FAKE_DRIVER, Pipelines, condition, manifest, pods_of
+from operator_harness import Pipelines, condition, manifest, pods_of
 
-from sparkcdc.testing.kube import ControlPlane, free_port, wait_until
+from sparkcdc.testing.kube import RESTRICTED, ControlPlane, create_namespace, free_port, wait_until
 from sparkcdc.testing.noderunner import NodeRunner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,17 +82,14 @@ def rules_grant(rules: list[Obj], group: str, resource: str, verb: str) -> bool:
 
 def ensure_namespace(core: Any, name: str) -> None:
     try:
-        core.create_namespace({"metadata": {"name": name}})
+        core.create_namespace({"metadata": {"name": name, "labels": RESTRICTED}})
     except ApiException as err:
         if err.status != 409:
             raise
 
 
 def new_namespace(core: Any, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
-    wait_until(lambda: core.read_namespaced_service_account("default", name), what="default SA")
-    return name
+    return create_namespace(core, f"{prefix}-{uuid.uuid4().hex[:8]}")
 
 
 OPEN_SCHEMA = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -229,11 +230,8 @@ def test_watch_namespaces_switches_to_namespaced_roles(control_plane: ControlPla
 def test_operator_pod_meets_the_restricted_pod_security_standard(
     control_plane: ControlPlane, core: Any
 ) -> None:
-    ns = new_namespace(core, "restricted")
+    ns = new_namespace(core, "restricted")  # enforcing the restricted standard, as every test's
     try:
-        core.patch_namespace(
-            ns, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
-        )
         template = find(render(control_plane, ns), "Deployment")[0]["spec"]["template"]
         pod = {
             "apiVersion": "v1", "kind": "Pod",
@@ -447,11 +445,10 @@ def chart_operator(
         cp, core, release_ns, pod["serviceAccountName"], tmp_path / "operator.kubeconfig"
     )
     liveness = free_port()
-    # The chart's arguments, then what a test cluster needs: the fake driver run by the node runner
-    # (Spark in local mode) and free local ports instead of the container's.
+    # The chart's arguments, then what a test cluster needs: driver pods for the node runner (Spark
+    # in local mode) and free local ports instead of the container's.
     argv = [
         *container["args"],
-        "--driver-command", json.dumps([sys.executable, str(FAKE_DRIVER)]),
         "--scheduler-name", str(node_runner.scheduler_name),
         "--spark-master", "local[2]",
         f"--metrics-port={free_port()}", f"--liveness-port={liveness}", "--resync-seconds=5",
@@ -483,14 +480,15 @@ def chart_operator(
 
 @pytest.mark.parametrize("chart_operator", ["all", "namespaced"], indirect=True)
 def test_operator_with_the_charts_rbac_reconciles_a_pipeline(
-    chart_operator: tuple[ChartOperator, str], control_plane: ControlPlane, core: Any, namespace: str
-) -> None:
+    chart_operator: tuple[ChartOperator, str], control_plane: ControlPlane, core: Any, namespace: str,
+    images: E2EImages,
+) -> None:  # fmt: skip
     operator, _ = chart_operator
     core.create_namespaced_secret(
         namespace, {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": "pw"}}
     )
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(manifest("chart-rbac"))
+    pipelines.create(manifest("chart-rbac", images.fake_driver))
 
     def checkpointed() -> bool:
         operator.alive()
@@ -541,34 +539,33 @@ def test_without_the_charts_rbac_the_operator_is_refused(
     core.create_namespaced_secret(
         namespace, {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": "pw"}}
     )
-    Pipelines(control_plane, namespace).create(manifest("chart-norbac"))
+    Pipelines(control_plane, namespace).create(manifest("chart-norbac"))  # no pod: no image needed
     wait_until(lambda: rbac_denials(operator.tail()), timeout=60, what="an RBAC denial in the operator's log")
     assert not pods_of(core, namespace, "chart-norbac")
 
 
 def test_the_charts_deployment_runs_the_operator(
-    cluster_ready: ControlPlane, node_runner: NodeRunner, core: Any, namespace: str, tmp_path: Path
-) -> None:
-    """The Deployment itself: its pod, run by the test node runner with a TokenRequest token of the
-    chart's operator ServiceAccount (as a kubelet would mount it), reconciles a pipeline."""
+    cluster_ready: ControlPlane, node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The Deployment itself: its pod, run by the test node runner from the operator image with the
+    chart's operator ServiceAccount's token (admission's projected volume), reconciles a pipeline."""
     cp = cluster_ready
     release_ns = new_namespace(core, "sparkcdc-system")
     release = f"r{uuid.uuid4().hex[:6]}"
     scheduler = str(node_runner.scheduler_name)
+    repository, tag = images.operator.rsplit(":", 1)
     values = {
+        "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
         "schedulerName": scheduler,  # so the node runner runs the operator pod
-        "driver": {"namespaces": [namespace]},
-        "metrics": {"port": free_port()},  # pods share the host's network here
+        # Pods share the host's network here: free ports.
+        "driver": {"namespaces": [namespace], "metricsPort": free_port()},
+        "metrics": {"port": free_port()},
         "health": {"port": free_port()},
         "operator": {
             "resyncSeconds": 5,
             "sparkMaster": "local[2]",
-            "extraArgs": [
-                "--driver-command=" + json.dumps([sys.executable, str(FAKE_DRIVER)]),
-                f"--scheduler-name={scheduler}",
-            ],
-            # No image here: `sparkcdc` comes from this virtualenv.
-            "extraEnv": [{"name": "PATH", "value": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}],
+            "extraArgs": [f"--scheduler-name={scheduler}"],
         },
     }
     values_file = tmp_path / "values.yaml"
@@ -588,7 +585,7 @@ def test_the_charts_deployment_runs_the_operator(
             namespace, {"metadata": {"name": "mysql-cdc"}, "stringData": {"password": "pw"}}
         )
         pipelines = Pipelines(cp, namespace)
-        pipelines.create(manifest("chart-deploy"))
+        pipelines.create(manifest("chart-deploy", images.fake_driver))
 
         def checkpointed() -> bool:
             return (pipelines.status("chart-deploy").get("checkpoint") or {}).get("epochs") == [1]

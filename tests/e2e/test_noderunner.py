@@ -1,28 +1,44 @@
-"""The test node runner runs pods as local processes and reports back like a kubelet."""
+"""The test node runner runs pods as containers of their images and reports back like a kubelet; in
+host-process mode (``containers=False``, for load tests) it runs their commands on the host.
+
+The pods here run Python in the spark image, with the securityContext the ``restricted`` Pod
+Security Standard asks for (every test namespace enforces it)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+from e2e_images import E2EImages
 from kubernetes.client.exceptions import ApiException
 
-from sparkcdc.testing.kube import wait_until
+from sparkcdc.testing.containers import podman
+from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.noderunner import NodeRunner
+from sparkcdc.testing.pod_container import container_name
 
-PY = sys.executable
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 185, "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
-def make_pod(name: str, code: str, *, restart: str = "Never", node: str | None = "sparkcdc-test-node",
-             **container: Any) -> dict[str, Any]:  # fmt: skip
+def make_pod(name: str, code: str, image: str, *, restart: str = "Never",
+             node: str | None = "sparkcdc-test-node", **container: Any) -> dict[str, Any]:  # fmt: skip
+    """A pod running ``code`` with the image's Python (the host's in host-process mode)."""
+    python = "python3" if node != "host-node" else sys.executable
     spec: dict[str, Any] = {
         "restartPolicy": restart,
-        "containers": [{"name": "main", "image": "python", "command": [PY, "-c", textwrap.dedent(code)],
-                        **container}],
+        "securityContext": RESTRICTED_POD,
+        "containers": [{
+            "name": "main", "image": image, "command": [python, "-c", textwrap.dedent(code)],
+            "securityContext": RESTRICTED_CONTAINER, **container,
+        }],
     }  # fmt: skip
     if node:
         spec["nodeName"] = node
@@ -46,12 +62,9 @@ def wait_phase(core: Any, ns: str, name: str, *phases: str, timeout: float = 60)
     )  # fmt: skip
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, just not yet reaped
+def container_exists(pod: dict[str, Any]) -> bool:
+    found = subprocess.run([*podman(), "container", "exists", container_name(pod)], check=False)
+    return found.returncode == 0
 
 
 def gone(core: Any, ns: str, name: str) -> bool:
@@ -62,26 +75,30 @@ def gone(core: Any, ns: str, name: str) -> bool:
     return False
 
 
-def test_exit_code_and_termination_message_file(node_runner: NodeRunner, core: Any, namespace: str) -> None:
+def test_exit_code_and_termination_message_file(
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
+) -> None:
     core.create_namespaced_pod(namespace, make_pod("fail", """
-        import os, sys
+        import sys
         print("some output")
-        with open(os.environ["SPARKCDC_TERMINATION_MESSAGE_PATH"], "w") as f:
+        with open("/dev/termination-log", "w") as f:
             f.write("snapshot failed: table t1 vanished")
         sys.exit(3)
-    """))  # fmt: skip
+    """, images.spark))  # fmt: skip
     pod = wait_phase(core, namespace, "fail", "Failed")
     term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert term["exitCode"] == 3
     assert term["reason"] == "Error"
     assert term["message"] == "snapshot failed: table t1 vanished"
     assert "some output" in node_runner.logs(namespace, "fail")
+    assert pod["status"]["containerStatuses"][0]["containerID"].startswith("podman://")
 
 
 def test_termination_message_falls_back_to_output_tail(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
-    core.create_namespaced_pod(namespace, make_pod("ok", "print('line 1'); print('all rows copied')"))
+    pod = make_pod("ok", "print('line 1'); print('all rows copied')", images.spark)
+    core.create_namespaced_pod(namespace, pod)
     pod = wait_phase(core, namespace, "ok", "Succeeded")
     term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (term["exitCode"], term["reason"]) == (0, "Completed")
@@ -89,7 +106,7 @@ def test_termination_message_falls_back_to_output_tail(
 
 
 def test_environment_from_values_secrets_configmaps_and_fields(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
     core.create_namespaced_secret(
         namespace, {"metadata": {"name": "db"}, "stringData": {"password": "s3cret"}}
@@ -108,8 +125,8 @@ def test_environment_from_values_secrets_configmaps_and_fields(
         keys = ["PLAIN", "PASSWORD", "FROM_CM", "OPTIONAL", "POD_NAME", "POD_NS", "CM_A", "KUBECONFIG"]
         print(json.dumps({k: os.environ.get(k) for k in keys}))
     """
-    pod = make_pod("env", code, env=env, envFrom=[{"configMapRef": {"name": "cfg"}, "prefix": "CM_"}])
-    core.create_namespaced_pod(namespace, pod)
+    envfrom = [{"configMapRef": {"name": "cfg"}, "prefix": "CM_"}]
+    core.create_namespaced_pod(namespace, make_pod("env", code, images.spark, env=env, envFrom=envfrom))
     wait_phase(core, namespace, "env", "Succeeded")
     got = json.loads(node_runner.logs(namespace, "env").strip().splitlines()[-1])
     assert got == {
@@ -119,10 +136,11 @@ def test_environment_from_values_secrets_configmaps_and_fields(
 
 
 def test_missing_secret_leaves_pod_pending_until_it_exists(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
     env = [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "later", "key": "p"}}}]
-    core.create_namespaced_pod(namespace, make_pod("waits", "import os; print(os.environ['P'])", env=env))
+    pod = make_pod("waits", "import os; print(os.environ['P'])", images.spark, env=env)
+    core.create_namespaced_pod(namespace, pod)
     waiting = wait_until(
         lambda: container_status(core, namespace, "waits").get("state", {}).get("waiting"), what="waiting"
     )
@@ -134,27 +152,25 @@ def test_missing_secret_leaves_pod_pending_until_it_exists(
 
 
 def test_service_account_token_gives_the_pod_its_identity(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
     core.create_namespaced_service_account(namespace, {"metadata": {"name": "driver"}})
     code = """
-        import json, os
-        from kubernetes import client
-        from kubernetes.config.incluster_config import InClusterConfigLoader
-        d = os.environ["SPARKCDC_SERVICEACCOUNT_DIR"]
-        InClusterConfigLoader(token_filename=d + "/token", cert_filename=d + "/ca.crt").load_and_set()
-        api = client.ApiClient()
-        review = client.AuthenticationV1Api(api).create_self_subject_review(
+        import json
+        from kubernetes import client, config
+        config.load_incluster_config()  # the token and CA at the in-cluster path, as in any pod
+        review = client.AuthenticationV1Api().create_self_subject_review(
             {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _preload_content=False)
         user = json.loads(review.data)["status"]["userInfo"]["username"]
+        namespace = open("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read()
         try:
-            client.CoreV1Api(api).list_namespaced_secret(open(d + "/namespace").read())
+            client.CoreV1Api().list_namespaced_secret(namespace)
             status = 200
         except client.exceptions.ApiException as e:
             status = e.status
         print(json.dumps({"user": user, "list_secrets": status}))
     """
-    pod = make_pod("who", code)
+    pod = make_pod("who", code, images.spark)
     pod["spec"]["serviceAccountName"] = "driver"
     core.create_namespaced_pod(namespace, pod)
     pod = wait_phase(core, namespace, "who", "Succeeded", "Failed")
@@ -164,53 +180,86 @@ def test_service_account_token_gives_the_pod_its_identity(
     assert got == {"user": f"system:serviceaccount:{namespace}:driver", "list_secrets": 403}
 
 
-def test_deleting_the_pod_kills_its_process_group(node_runner: NodeRunner, core: Any, namespace: str) -> None:
+def test_deleting_the_pod_stops_its_container(
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
+) -> None:
     code = """
-        import os, subprocess, sys, time
-        child = subprocess.Popen(["sleep", "600"])
-        print(os.getpid(), child.pid, flush=True)
+        import signal, subprocess, sys, time
+        def stop(signum, frame):
+            print("SIGTERM", flush=True)
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, stop)  # as PID 1 of its container, nothing else would end it
+        subprocess.Popen(["sleep", "600"])
+        print("started", flush=True)
         time.sleep(600)
     """
-    core.create_namespaced_pod(namespace, make_pod("sleeper", code))
-    wait_phase(core, namespace, "sleeper", "Running")
-    line = wait_until(lambda: node_runner.logs(namespace, "sleeper").strip(), what="pids")
-    pids = [int(p) for p in line.split()]
-    assert all(alive(p) for p in pids)
-    core.delete_namespaced_pod("sleeper", namespace)  # default grace: SIGTERM, which python dies of
+    core.create_namespaced_pod(namespace, make_pod("sleeper", code, images.spark))
+    pod = wait_phase(core, namespace, "sleeper", "Running")
+    wait_until(lambda: "started" in node_runner.logs(namespace, "sleeper"), what="started")
+    assert container_exists(pod)
+    t0 = time.monotonic()
+    core.delete_namespaced_pod("sleeper", namespace)  # default grace: SIGTERM, which it exits on
     wait_until(lambda: gone(core, namespace, "sleeper"), what="pod removed")
-    wait_until(lambda: not any(alive(p) for p in pids), timeout=10, what="processes gone")
+    assert time.monotonic() - t0 < 15, "it was killed after the grace period, not stopped by SIGTERM"
+    assert "SIGTERM" in node_runner.logs(namespace, "sleeper")
+    assert not container_exists(pod)  # with every process in it, the `sleep` child too
 
 
 def test_sigterm_ignoring_process_is_killed_after_grace(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
     code = """
-        import os, signal, time
+        import signal, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print(os.getpid(), flush=True)
+        print("started", flush=True)
         time.sleep(600)
     """
-    core.create_namespaced_pod(namespace, make_pod("stubborn", code))
-    wait_phase(core, namespace, "stubborn", "Running")
-    pid = int(wait_until(lambda: node_runner.logs(namespace, "stubborn").strip(), what="pid"))
+    core.create_namespaced_pod(namespace, make_pod("stubborn", code, images.spark))
+    pod = wait_phase(core, namespace, "stubborn", "Running")
+    wait_until(lambda: "started" in node_runner.logs(namespace, "stubborn"), what="started")
     t0 = time.monotonic()
     core.delete_namespaced_pod("stubborn", namespace, grace_period_seconds=2)
     wait_until(lambda: gone(core, namespace, "stubborn"), what="pod removed")
     assert time.monotonic() - t0 >= 1.5
-    assert not alive(pid)
+    assert not container_exists(pod)
+
+
+def test_kill_ends_every_process_of_the_container_at_once(
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
+) -> None:
+    """``NodeRunner.kill``, a runtime's OOM kill: SIGKILL, no handler runs, exit code 137."""
+    code = """
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("started", flush=True)
+        time.sleep(600)
+    """
+    core.create_namespaced_pod(namespace, make_pod("victim", code, images.spark))
+    pod = wait_phase(core, namespace, "victim", "Running")
+    wait_until(lambda: "started" in node_runner.logs(namespace, "victim"), what="started")
+    node_runner.kill(namespace, "victim")
+    done = wait_phase(core, namespace, "victim", "Failed", timeout=30)
+    assert done["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
+    assert not container_exists(pod)
+    with pytest.raises(LookupError):
+        node_runner.kill(namespace, "victim")
 
 
 def test_restart_policy_on_failure_restarts_until_success(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
+    # A restarted container starts from its image again: only a volume keeps the first attempt.
     code = """
         import os, sys
-        if not os.path.exists("attempted"):
-            open("attempted", "w").close()
+        if not os.path.exists("/state/attempted"):
+            open("/state/attempted", "w").close()
             sys.exit(1)
         print("second try")
     """
-    core.create_namespaced_pod(namespace, make_pod("flaky", code, restart="OnFailure"))
+    pod = make_pod("flaky", code, images.spark, restart="OnFailure",
+                   volumeMounts=[{"name": "state", "mountPath": "/state"}])  # fmt: skip
+    pod["spec"]["volumes"] = [{"name": "state", "emptyDir": {}}]
+    core.create_namespaced_pod(namespace, pod)
     pod = wait_phase(core, namespace, "flaky", "Succeeded")
     cs = pod["status"]["containerStatuses"][0]
     assert cs["restartCount"] == 1
@@ -219,9 +268,9 @@ def test_restart_policy_on_failure_restarts_until_success(
 
 
 def test_binds_unscheduled_pods_of_the_test_scheduler(
-    node_runner: NodeRunner, core: Any, namespace: str
+    node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
-    pod = make_pod("unbound", "print('hi')", node=None)
+    pod = make_pod("unbound", "print('hi')", images.spark, node=None)
     pod["spec"]["schedulerName"] = node_runner.scheduler_name
     core.create_namespaced_pod(namespace, pod)
     done = wait_phase(core, namespace, "unbound", "Succeeded")
@@ -236,21 +285,82 @@ def test_node_is_registered_ready(node_runner: NodeRunner, core: Any) -> None:
 
 
 def test_a_restarted_runner_restarts_the_pods_that_were_running(
-    control_plane: Any, core: Any, namespace: str, tmp_path: Path
+    control_plane: ControlPlane, images: E2EImages, core: Any, namespace: str, tmp_path: Path
 ) -> None:
-    """Like a node reboot: the process dies with the runner and comes back with the next one."""
-    code = "import os, time; print(os.getpid(), flush=True); time.sleep(600)"
-    core.create_namespaced_pod(namespace, make_pod("survivor", code, node="reboot-node"))
+    """Like a node reboot: the container dies with the runner and comes back with the next one."""
+    code = "import time; print('up', flush=True); time.sleep(600)"
+    core.create_namespaced_pod(namespace, make_pod("survivor", code, images.spark, node="reboot-node"))
     first = NodeRunner(control_plane.kubeconfig_path, "reboot-node", tmp_path / "one").start()
     try:
-        wait_phase(core, namespace, "survivor", "Running")
-        pid = int(wait_until(lambda: first.logs(namespace, "survivor").strip(), what="pid"))
+        pod = wait_phase(core, namespace, "survivor", "Running")
+        wait_until(lambda: "up" in first.logs(namespace, "survivor"), what="running")
     finally:
         first.stop()
-    assert not alive(pid)
+    assert not container_exists(pod)
     with NodeRunner(control_plane.kubeconfig_path, "reboot-node", tmp_path / "two") as second:
-        wait_until(lambda: second.process(namespace, "survivor"), what="restarted process")
-        cs = wait_until(lambda: (c := container_status(core, namespace, "survivor")).get("started") and c)
-        assert cs["restartCount"] == 1
-        core.delete_namespaced_pod("survivor", namespace)
+        wait_until(lambda: second.process(namespace, "survivor"), what="restarted container")
+        # Until the new runner reports, the status is still the first one's (started, no restart).
+        cs = wait_until(
+            lambda: (c := container_status(core, namespace, "survivor")).get("restartCount") and c,
+            what="the restart reported",
+        )
+        assert cs["restartCount"] == 1 and cs["started"]
+        wait_until(lambda: container_exists(pod), what="the container back")
+        core.delete_namespaced_pod("survivor", namespace, grace_period_seconds=0)
         wait_until(lambda: gone(core, namespace, "survivor"), what="pod removed")
+
+
+# -- host-process mode --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def host_runner(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[NodeRunner]:
+    workdir = tmp_path_factory.mktemp("host-node")
+    with NodeRunner(control_plane.kubeconfig_path, "host-node", workdir, containers=False) as runner:
+        yield runner
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, just not yet reaped
+
+
+def test_host_mode_runs_the_command_with_the_pods_environment(
+    host_runner: NodeRunner, core: Any, namespace: str
+) -> None:
+    """No image: the command runs on the host (as ``sleep`` stand-ins do in benchmarks), with the
+    pod's environment and none of the runner's credentials; the output's tail is the message."""
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "db"}, "stringData": {"pw": "s3cret"}})
+    env = [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}}]
+    code = "import os; print(os.environ['PASSWORD'], os.environ.get('KUBECONFIG')); raise SystemExit(4)"
+    pod = make_pod("on-host", code, "no-image", node="host-node", env=env)
+    core.create_namespaced_pod(namespace, pod)
+    done = wait_phase(core, namespace, "on-host", "Failed")
+    status = done["status"]["containerStatuses"][0]
+    assert status["state"]["terminated"]["exitCode"] == 4
+    assert status["state"]["terminated"]["message"].strip() == "s3cret None"
+    assert status["containerID"].startswith("local-process://")
+
+
+def test_host_mode_deleting_the_pod_kills_its_process_group(
+    host_runner: NodeRunner, core: Any, namespace: str
+) -> None:
+    code = """
+        import os, subprocess, time
+        child = subprocess.Popen(["sleep", "600"])
+        print(os.getpid(), child.pid, flush=True)
+        time.sleep(600)
+    """
+    core.create_namespaced_pod(namespace, make_pod("sleeper", code, "no-image", node="host-node"))
+    wait_phase(core, namespace, "sleeper", "Running")
+    line = wait_until(lambda: host_runner.logs(namespace, "sleeper").strip(), what="pids")
+    pids = [int(p) for p in line.split()]
+    assert all(alive(p) for p in pids)
+    core.delete_namespaced_pod("sleeper", namespace)  # default grace: SIGTERM, which python dies of
+    wait_until(lambda: gone(core, namespace, "sleeper"), what="pod removed")
+    wait_until(lambda: not any(alive(p) for p in pids), timeout=10, what="processes gone")

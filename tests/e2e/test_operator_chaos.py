@@ -3,9 +3,10 @@ its driver being killed again and again — in the snapshot, at the handoff to t
 streaming — under concurrent writes, and the replica ends up equal to the source row for row.
 
 Each kill is one a cluster produces: the pod deleted at once, the pod deleted with a grace period
-(SIGTERM: the driver flushes its checkpoint and exits), or the container's processes SIGKILLed (the
-Spark JVM and the PySpark daemon included). Every time the operator starts a new epoch and the new
-driver resumes from the checkpoint in the status. Set ``SPARKCDC_CHAOS_SEED`` to replay a run.
+(SIGTERM: the driver flushes its checkpoint and exits), or every process of the driver's container
+SIGKILLed at once (the Spark JVM and the PySpark daemon included), as a runtime's OOM kill does.
+Every time the operator starts a new epoch and the new driver resumes from the checkpoint in the
+status. Set ``SPARKCDC_CHAOS_SEED`` to replay a run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from operator_realdriver import (
     checkpoint_of,
     driver_log,
     epoch_of,
-    kill_tree,
     metric,
     real_operator,  # noqa: F401 - the real_operator fixture
     real_pipeline,
@@ -103,9 +103,9 @@ class Chaos:
     def kill(self, epoch: int, how: str) -> None:
         pod = f"{self.name}-driver-{epoch}"
         if how == "sigkill":
-            proc = self.runner.process(self.ns, pod)
-            assert proc is not None, f"{pod} has no process; its log:\n{self.log(epoch)[-3000:]}"
-            kill_tree(proc.pid)
+            running = self.runner.process(self.ns, pod)
+            assert running, f"{pod} is not running; its log:\n{self.log(epoch)[-3000:]}"
+            self.runner.kill(self.ns, pod)
         else:
             grace = 0 if how == "delete-now" else 5
             self.core.delete_namespaced_pod(pod, self.ns, grace_period_seconds=grace)
@@ -125,7 +125,9 @@ def test_replica_equals_source_after_kills_at_random_points(
     writer.start()
     started = time.monotonic()
     snapshot = {"chunkSize": 50, "parallelism": 2, "splitsPerTask": 1}  # waves of two splits
-    pipelines.create(real_pipeline("chaos", mariadb, shop, ["items"], snapshot=snapshot))
+    pipelines.create(
+        real_pipeline("chaos", mariadb, shop, ["items"], real_operator.driver_image, snapshot=snapshot)
+    )
     landed: list[tuple[int, str, str, str]] = []
     ways = [HOW[i % len(HOW)] for i in range(len(PLAN))]
     rng.shuffle(ways)  # every way of killing, in a random order

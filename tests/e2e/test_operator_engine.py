@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from operator_harness import REAL_DRIVER, Pipelines, RunningOperator, create_driver_account, operator_running
+from e2e_images import E2EImages
+from operator_harness import Pipelines, RunningOperator, create_driver_account, operator_running
+from operator_realdriver import real_spark
 
 from harness.mariadb import unique_name
-from sparkcdc.spark.wave_runner import IN_DRIVER_ENV
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner
@@ -23,10 +24,12 @@ SPARK_STARTED = "Using Spark's default log4j profile"  # the first line a starti
 def engine_operator(
     control_plane: ControlPlane,
     node_runner: NodeRunner,
+    images: E2EImages,
     sparkcdc_crd: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningOperator]:
-    with operator_running(control_plane, node_runner, tmp_path_factory.mktemp("op"), REAL_DRIVER) as running:
+    workdir = tmp_path_factory.mktemp("op")
+    with operator_running(control_plane, node_runner, workdir, images.spark) as running:
         yield running
 
 
@@ -44,7 +47,10 @@ def source(mariadb: MariaDBServer) -> Iterator[str]:
         mariadb.execute(f"DROP DATABASE IF EXISTS `{db}_replica`")
 
 
-def pipeline(name: str, mariadb: MariaDBServer, db: str) -> dict[str, Any]:
+def pipeline(
+    name: str, mariadb: MariaDBServer, db: str, image: str, read_in_driver: str = "never"
+) -> dict[str, Any]:
+    """Snapshot waves on Spark (``never``: the suite's choice) unless ``read_in_driver`` says."""
     ref = {"name": "mysql-cdc", "key": "password"}
     return {
         "apiVersion": "sparkcdc.io/v1alpha1",
@@ -56,12 +62,15 @@ def pipeline(name: str, mariadb: MariaDBServer, db: str) -> dict[str, Any]:
                 "passwordSecretRef": ref, "tables": [f"{db}.items"],
             },
             "startup": {"mode": "snapshot-only"},
-            "snapshot": {"chunkSize": 100, "parallelism": 1, "splitsPerTask": 1},
+            "snapshot": {
+                "chunkSize": 100, "parallelism": 1, "splitsPerTask": 1, "readInDriver": read_in_driver,
+            },
             "sink": {
                 "type": "jdbc", "url": f"mysql://{mariadb.host}:{mariadb.port}/{db}_replica",
                 "user": mariadb.cdc_user, "passwordSecretRef": ref,
             },
             "restartPolicy": {"initialBackoffSeconds": 1, "maxBackoffSeconds": 2},
+            "spark": real_spark(image),
         },
     }  # fmt: skip
 
@@ -97,26 +106,25 @@ def test_snapshot_through_the_operator(
 ) -> None:  # fmt: skip
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(pipeline("snap", mariadb, source))
+    pipelines.create(pipeline("snap", mariadb, source, engine_operator.driver_image))
     status = wait_completed(engine_operator, pipelines, "snap", node_runner)
     assert_replica_equal(mariadb, source)
     assert status["progress"]["splitsFinished"] == status["progress"]["splitsTotal"] > 1
     assert status["driver"]["epoch"] == 1
-    # The suite runs waves on Spark (tests/conftest.py): the driver started it.
+    # The waves ran on Spark (readInDriver: never): the driver started it.
     assert SPARK_STARTED in node_runner.logs(namespace, "snap-driver-1")
 
 
 def test_a_small_snapshot_through_the_operator_never_starts_spark(
     engine_operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str,
-    mariadb: MariaDBServer, source: str, node_runner: NodeRunner, monkeypatch: pytest.MonkeyPatch,
+    mariadb: MariaDBServer, source: str, node_runner: NodeRunner,
 ) -> None:  # fmt: skip
-    # The product's default: the driver reads the waves itself while Spark is not worth starting
-    # (spark/wave_runner.py), and its session is started on first use only (driver_main.py), so
-    # on Kubernetes no executor pod is requested for it.
-    monkeypatch.setitem(node_runner.base_env, IN_DRIVER_ENV, "auto")
+    # The product's default (readInDriver: auto): the driver reads the waves itself while Spark is
+    # not worth starting (spark/wave_runner.py), and its session is started on first use only
+    # (driver_main.py), so on Kubernetes no executor pod is requested for it.
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(pipeline("small", mariadb, source))
+    pipelines.create(pipeline("small", mariadb, source, engine_operator.driver_image, "auto"))
     status = wait_completed(engine_operator, pipelines, "small", node_runner)
     assert_replica_equal(mariadb, source)
     assert status["progress"]["splitsFinished"] == status["progress"]["splitsTotal"] > 1
@@ -129,7 +137,7 @@ def test_driver_pod_deleted_mid_snapshot_resumes_without_loss(
 ) -> None:  # fmt: skip
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(pipeline("kill", mariadb, source))
+    pipelines.create(pipeline("kill", mariadb, source, engine_operator.driver_image))
 
     def some_splits_done() -> bool:
         engine_operator.assert_alive()

@@ -130,8 +130,8 @@ class Proxy:
                 sock.shutdown(socket.SHUT_RDWR)
 
 
-def pipeline(name: str, source: MariaDBServer, sink: MariaDBServer, db: str) -> Obj:
-    body = real_pipeline(name, sink, db, ["items"])
+def pipeline(name: str, source: MariaDBServer, sink: MariaDBServer, db: str, image: str) -> Obj:
+    body = real_pipeline(name, sink, db, ["items"], image)
     body["spec"]["source"].update(host=source.host, port=source.port)
     return body
 
@@ -166,7 +166,7 @@ def test_a_promoted_replica_is_followed_by_gtid(
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
     with Proxy(primary.port) as proxy:
-        body = pipeline("fo", primary, mariadb, source_db)
+        body = pipeline("fo", primary, mariadb, source_db, real_operator.driver_image)
         if move == "address-moved":  # the pipeline reads through an address that moves (a VIP, MaxScale)
             body["spec"]["source"]["port"] = proxy.port
         pipelines.create(body)
@@ -232,7 +232,7 @@ def test_a_replica_that_lacks_the_checkpoints_transactions_is_refused(
     caught_up(replica, primary)
     stop_replication(replica)  # it lags from here on
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(pipeline("lag", primary, mariadb, source_db))
+    pipelines.create(pipeline("lag", primary, mariadb, source_db, real_operator.driver_image))
     for i in range(1, 41):  # the pipeline applies these; the replica never gets them
         primary.execute(f"UPDATE `{source_db}`.items SET name = 'only on the primary' WHERE id = {i}")
     wait_caught_up(real_operator, control_plane, core, pipelines, "lag", primary, timeout=180)

@@ -1,4 +1,5 @@
-"""The operator on the real control plane: driver pods run by the test node runner (fake driver)."""
+"""The operator on the real control plane: driver pods run by the test node runner, as containers of
+the fake driver's image (``tests/e2e/fake_driver``)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_pipeline_gets_driver_pod_and_service_owned_by_it(
     node_runner: NodeRunner,
 ) -> None:  # fmt: skip
     pipelines = Pipelines(control_plane, namespace)
-    uid = pipelines.create(manifest("idle-a"))["metadata"]["uid"]
+    uid = pipelines.create(manifest("idle-a", operator.driver_image))["metadata"]["uid"]
     wait_checkpoint(operator, pipelines, "idle-a", [1])
     pod = json.loads(core.read_namespaced_pod("idle-a-driver-1", namespace, _preload_content=False).data)
     svc = json.loads(core.read_namespaced_service("idle-a-driver", namespace, _preload_content=False).data)
@@ -57,6 +58,9 @@ def test_pipeline_gets_driver_pod_and_service_owned_by_it(
     assert svc["spec"]["clusterIP"] == "None"
     container = pod["spec"]["containers"][0]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    # A container of the pipeline's image (the namespace's restricted standard admitted the pod).
+    assert (container["image"], container["command"]) == (operator.driver_image, ["sparkcdc", "driver"])
+    assert pod["status"]["containerStatuses"][0]["containerID"].startswith("podman://")
     env = {e["name"]: e for e in container["env"]}
     assert env["SPARKCDC_SPARK_MASTER"]["value"] == "local[2]"
     assert env["SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF"]["valueFrom"] == {
@@ -84,7 +88,7 @@ def test_deleted_driver_pod_is_replaced_under_a_new_epoch_after_it_is_gone(
     operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str, driver_account: str
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(manifest("idle-b"))
+    pipelines.create(manifest("idle-b", operator.driver_image))
     wait_checkpoint(operator, pipelines, "idle-b", [1])
     core.delete_namespaced_pod("idle-b-driver-1", namespace)
 
@@ -103,7 +107,7 @@ def test_suspend_stops_the_driver_and_keeps_the_checkpoint(
     operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str, driver_account: str
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(manifest("idle-c"))
+    pipelines.create(manifest("idle-c", operator.driver_image))
     wait_checkpoint(operator, pipelines, "idle-c", [1])
     pipelines.patch("idle-c", {"spec": {"suspend": True}})
 
@@ -122,7 +126,7 @@ def test_restart_nonce_restarts_the_driver(
     operator: RunningOperator, control_plane: ControlPlane, namespace: str, driver_account: str
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(manifest("idle-r"))
+    pipelines.create(manifest("idle-r", operator.driver_image))
     wait_checkpoint(operator, pipelines, "idle-r", [1])
     pipelines.patch("idle-r", {"spec": {"restartNonce": "now"}})
     wait_checkpoint(operator, pipelines, "idle-r", [1, 2])
@@ -133,7 +137,7 @@ def test_max_restarts_ends_in_failed(
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
     policy = {"maxRestarts": 1, "initialBackoffSeconds": 1, "maxBackoffSeconds": 1}
-    pipelines.create(manifest("crash-a", restartPolicy=policy))
+    pipelines.create(manifest("crash-a", operator.driver_image, restartPolicy=policy))
 
     def failed() -> dict[str, Any]:
         operator.assert_alive()
@@ -161,7 +165,9 @@ def test_pending_timeout_names_the_missing_secret(
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
     source = manifest("idle-d")["spec"]["source"] | {"passwordSecretRef": {"name": "absent", "key": "pw"}}
-    pipelines.create(manifest("idle-d", source=source, restartPolicy={"pendingTimeoutSeconds": 2}))
+    pipelines.create(
+        manifest("idle-d", operator.driver_image, source=source, restartPolicy={"pendingTimeoutSeconds": 2})
+    )
 
     def stalled() -> dict[str, Any]:
         found = condition(pipelines.status("idle-d"), "Stalled")
@@ -176,14 +182,14 @@ def test_retained_state_survives_delete_and_recreate(
     operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str, driver_account: str
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(manifest("idle-e", statePolicy="Retain"))
+    pipelines.create(manifest("idle-e", operator.driver_image, statePolicy="Retain"))
     wait_checkpoint(operator, pipelines, "idle-e", [1])
     assert (pipelines.get("idle-e") or {})["metadata"]["finalizers"] == ["sparkcdc.io/retain-state"]
     pipelines.delete("idle-e")
     wait_until(lambda: pipelines.get("idle-e") is None, timeout=60, what="pipeline deleted")
     retained = core.read_namespaced_config_map("idle-e-sparkcdc-state", namespace)
     assert retained.metadata.owner_references is None
-    pipelines.create(manifest("idle-e", statePolicy="Retain"))
+    pipelines.create(manifest("idle-e", operator.driver_image, statePolicy="Retain"))
     wait_checkpoint(operator, pipelines, "idle-e", [1, 1])  # the new object's epoch 1 resumed
     names = [c.metadata.name for c in core.list_namespaced_config_map(namespace).items]
     assert "idle-e-sparkcdc-state" not in names
@@ -193,7 +199,7 @@ def test_completed_driver_and_metrics(
     operator: RunningOperator, control_plane: ControlPlane, namespace: str, driver_account: str
 ) -> None:
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(manifest("done-a", startup={"mode": "snapshot-only"}))
+    pipelines.create(manifest("done-a", operator.driver_image, startup={"mode": "snapshot-only"}))
     wait_until(lambda: pipelines.status("done-a").get("phase") == "Completed", timeout=60, what="Completed")
     url = f"http://127.0.0.1:{operator.metrics_port}/metrics"
     with urllib.request.urlopen(url, timeout=5) as response:
@@ -220,7 +226,7 @@ def test_a_refused_driver_pod_is_reported_and_retried_with_backoff(
     )
     pipelines = Pipelines(control_plane, namespace)
     policy = {"initialBackoffSeconds": 20, "maxBackoffSeconds": 40}
-    pipelines.create(manifest("quota-a", restartPolicy=policy))
+    pipelines.create(manifest("quota-a", operator.driver_image, restartPolicy=policy))
 
     def refused() -> dict[str, Any]:
         operator.assert_alive()
@@ -266,7 +272,7 @@ def test_two_tables_into_one_target_are_refused_before_a_driver_starts(
     source = manifest("clash")["spec"]["source"] | {"tables": ["tenant_a.orders", "tenant_b.orders"]}
     sink = {"type": "jdbc", "url": "mysql://127.0.0.1:3306/replica", "user": "cdc",
             "passwordSecretRef": {"name": "mysql-cdc", "key": "password"}}  # fmt: skip
-    pipelines.create(manifest("clash", source=source, sink=sink))
+    pipelines.create(manifest("clash", operator.driver_image, source=source, sink=sink))
 
     def stalled() -> dict[str, Any]:
         found = condition(pipelines.status("clash"), "Stalled")

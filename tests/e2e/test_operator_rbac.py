@@ -36,7 +36,7 @@ from sparkcdc.controller.builders import (
     driver_role_binding,
     driver_service_account,
 )
-from sparkcdc.testing.kube import ControlPlane, wait_until
+from sparkcdc.testing.kube import RESTRICTED, ControlPlane, wait_until
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "sparkcdc"
 RBAC_KINDS = {"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
@@ -47,7 +47,7 @@ Cell = tuple[str, str, str, str, bool]  # who, verb, resource, namespace, allowe
 
 def new_namespace(core: Any, prefix: str) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
+    core.create_namespace({"metadata": {"name": name, "labels": RESTRICTED}})
     return name
 
 

@@ -4,10 +4,6 @@ can write neither the status nor the sink."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,14 +14,13 @@ from operator_realdriver import (
     checkpoint_of,
     driver_log,
     epoch_of,
-    kill_tree,
-    process_env,
     real_operator,  # noqa: F401 - the real_operator fixture
     real_pipeline,
     replica_equals,
     table_rows,
     wait_caught_up,
 )
+from zombie_driver import ZombieDriver
 
 from harness.source_tables import source_database
 from sparkcdc.controller.driver_main import EXIT_FENCED
@@ -67,7 +62,7 @@ def test_an_added_table_or_a_resnapshot_snapshots_only_that_table(
 ) -> None:  # fmt: skip
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(real_pipeline("grow", mariadb, shop, ["orders"]))
+    pipelines.create(real_pipeline("grow", mariadb, shop, ["orders"], real_operator.driver_image))
     wait_streaming(real_operator, pipelines, "grow", 1, tables=1)
     wait_until(lambda: replica_equals(mariadb, shop, "orders"), timeout=60, what="orders replicated")
     # A row only the replica has: a new snapshot of orders would delete it (rule 3), streaming never.
@@ -125,23 +120,18 @@ def test_a_driver_of_a_superseded_epoch_cannot_write_status(
     fence, whichever comes first), it exits with the fenced code, epoch 2 carries on."""
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(real_pipeline("stale", mariadb, shop, ["orders"]))
+    pipelines.create(real_pipeline("stale", mariadb, shop, ["orders"], real_operator.driver_image))
     wait_streaming(real_operator, pipelines, "stale", 1, tables=1)
-    first = node_runner.process(namespace, "stale-driver-1")
-    assert first is not None
-    env = zombie_env(control_plane, core, namespace, "stale-driver-1", process_env(first.pid), tmp_path)
+    assert node_runner.process(namespace, "stale-driver-1") is not None
+    zombie = ZombieDriver.of(control_plane, core, namespace, "stale-driver-1", tmp_path)
+    assert zombie.env["SPARKCDC_EPOCH"] == "1"
     core.delete_namespaced_pod("stale-driver-1", namespace, grace_period_seconds=0)
     wait_streaming(real_operator, pipelines, "stale", 2, tables=1)
 
-    zombie = start_zombie(env, tmp_path)
-    try:
+    with zombie.running():
         code = zombie.wait(timeout=240)
-    finally:
-        kill_tree(zombie.pid)
-    log = (tmp_path / "zombie.log").read_text(errors="replace")
-    assert code == EXIT_FENCED, log[-3000:]
-    message = (tmp_path / "termination-log").read_text()
-    assert "now driven by epoch 2; this driver (epoch 1) stops without writing" in message
+    assert code == EXIT_FENCED, zombie.log()[-3000:]
+    assert "now driven by epoch 2; this driver (epoch 1) stops without writing" in zombie.message()
 
     # Epoch 2 was not disturbed: still its driver, still streaming into an exact replica.
     assert epoch_of(pipelines, "stale") == 2
@@ -160,32 +150,30 @@ def test_a_stale_drivers_batch_is_refused_inside_its_sink_transaction(
     wrote anything, and it exits with the fenced code. (Heartbeats are off, so the batch is the
     first thing it does after its pause: neither a status write nor anything else fences it first.)
 
-    The zombie is a real driver process run outside the node runner, so deleting its pod does not
-    kill it; a test transaction holding the fence row orders the steps: epoch 2's claim waits
+    The zombie is a real driver container run outside the node runner, so deleting its pod does
+    not stop it; a test transaction holding the fence row orders the steps: epoch 2's claim waits
     first, the zombie's batch second, as when the zombie's batch starts during the claim."""
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
     binlog = {"batchIntervalMs": 300, "heartbeatIntervalSeconds": 3600}
-    pipelines.create(real_pipeline("zombie", mariadb, shop, ["orders"], binlog=binlog))
+    body = real_pipeline("zombie", mariadb, shop, ["orders"], real_operator.driver_image, binlog=binlog)
+    pipelines.create(body)
     wait_streaming(real_operator, pipelines, "zombie", 1, tables=1)
-    first = node_runner.process(namespace, "zombie-driver-1")
-    assert first is not None
-    env = zombie_env(control_plane, core, namespace, "zombie-driver-1", process_env(first.pid), tmp_path)
-    os.kill(first.pid, signal.SIGSTOP)  # the pod's process pauses; ours runs as epoch 1 instead
-    zombie = start_zombie(env, tmp_path)
-    try:
-        wait_until(
-            lambda: "streaming the binlog from" in zombie_log(tmp_path), timeout=180, what="zombie streams"
-        )
-        # A batch only the zombie can apply (the pod's process is paused): once it is in the replica
-        # and checkpointed, the zombie is idle, with nothing half-done when it is paused in turn.
+    assert node_runner.process(namespace, "zombie-driver-1") is not None
+    zombie = ZombieDriver.of(control_plane, core, namespace, "zombie-driver-1", tmp_path)
+    assert zombie.env["SPARKCDC_EPOCH"] == "1"
+    node_runner.pause(namespace, "zombie-driver-1")  # the pod's container pauses; ours runs as epoch 1
+    with zombie.running():
+        wait_until(lambda: "streaming the binlog from" in zombie.log(), timeout=180, what="zombie streams")
+        # A batch only the zombie can apply (the pod's container is paused): once it is in the
+        # replica and checkpointed, the zombie is idle, with nothing half-done when it is paused.
         mariadb.execute(f"UPDATE `{shop}`.orders SET name = 'by the zombie' WHERE id = 21")
         row = f"SELECT name FROM `{shop}_replica`.orders WHERE id = 21"
         wait_until(
             lambda: mariadb.execute(row) == [("by the zombie",)], timeout=60, what="the zombie applying"
         )
         wait_caught_up(real_operator, control_plane, core, pipelines, "zombie", mariadb)
-        os.kill(zombie.pid, signal.SIGSTOP)
+        zombie.pause()
         fence_row = mariadb.root_connection(f"{shop}_replica")
         try:
             with fence_row.cursor() as cur:
@@ -201,57 +189,23 @@ def test_a_stale_drivers_batch_is_refused_inside_its_sink_transaction(
                 )
                 assert epoch_of(pipelines, "zombie") == 2
                 mariadb.execute(f"UPDATE `{shop}`.orders SET name = 'after the claim' WHERE id <= 20")
-                os.kill(zombie.pid, signal.SIGCONT)
+                zombie.unpause()
                 wait_until(lambda: fence_waiters(mariadb) == 2, timeout=60, what="the zombie's batch waiting")
             fence_row.commit()
         finally:
             fence_row.close()
         code = zombie.wait(timeout=120)
-    finally:
-        kill_tree(zombie.pid)
-    log = zombie_log(tmp_path)
+    log = zombie.log()
     assert code == EXIT_FENCED, log[-3000:]
     # The refusal is logged where it happens: a status write refused while the zombie unwinds may
     # be the error it exits with, and says the same.
     assert f"/{shop}_replica refused a write: {namespace}/zombie is now driven by epoch 2" in log, log[-3000:]
-    message = (tmp_path / "termination-log").read_text()
-    assert "now driven by epoch 2; this driver (epoch 1) stops without writing" in message
+    assert "now driven by epoch 2; this driver (epoch 1) stops without writing" in zombie.message()
 
     wait_streaming(real_operator, pipelines, "zombie", 2, tables=1)
     mariadb.execute(f"UPDATE `{shop}`.orders SET price = 5 WHERE id > 250")
     wait_caught_up(real_operator, control_plane, core, pipelines, "zombie", mariadb)
     assert replica_equals(mariadb, shop, "orders")
-
-
-def zombie_env(
-    cp: ControlPlane, core: Any, namespace: str, pod: str, env: dict[str, str], tmp_path: Path
-) -> dict[str, str]:
-    """The environment of ``pod``'s driver with a token of its service account that outlives it."""
-    sa_dir = tmp_path / "serviceaccount"
-    sa_dir.mkdir()
-    request = {"spec": {"expirationSeconds": 3600}}
-    account = core.read_namespaced_pod(pod, namespace).spec.service_account_name
-    token = core.create_namespaced_service_account_token(account, namespace, request).status.token
-    (sa_dir / "token").write_text(token)
-    (sa_dir / "ca.crt").write_bytes((cp.pki / "ca.crt").read_bytes())
-    (sa_dir / "namespace").write_text(namespace)
-    assert env["SPARKCDC_EPOCH"] == "1"
-    return env | {
-        "SPARKCDC_SERVICEACCOUNT_DIR": str(sa_dir),
-        "SPARKCDC_TERMINATION_MESSAGE_PATH": str(tmp_path / "termination-log"),
-        "SPARKCDC_DRIVER_METRICS_PORT": "0",
-    }
-
-
-def start_zombie(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
-    with (tmp_path / "zombie.log").open("wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "sparkcdc", "driver"], env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-
-
-def zombie_log(tmp_path: Path) -> str:
-    return (tmp_path / "zombie.log").read_text(errors="replace")
 
 
 def fence_waiters(mariadb: MariaDBServer) -> int:

@@ -93,7 +93,9 @@ def test_verify_nonce_checks_finds_and_repairs_a_streaming_replica(
     password = str(mariadb.cdc_password)
     create_driver_account(control_plane, core, namespace, password)
     pipelines = Pipelines(control_plane, namespace)
-    body = real_pipeline("ver", mariadb, shop, ["items"], verify={"waitSeconds": 60})
+    body = real_pipeline(
+        "ver", mariadb, shop, ["items"], real_operator.driver_image, verify={"waitSeconds": 60}
+    )
     body["spec"]["snapshot"]["chunkSize"] = CHUNK
     body["spec"]["verifyNonce"] = "v0"  # from the start: answered once the snapshot is done
     pipelines.create(body)
@@ -168,7 +170,9 @@ def test_a_request_without_a_running_driver_says_why(
 ) -> None:  # fmt: skip
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
-    pipelines.create(real_pipeline("idle", mariadb, shop, ["items"], suspend=True))
+    pipelines.create(
+        real_pipeline("idle", mariadb, shop, ["items"], real_operator.driver_image, suspend=True)
+    )
     wait_until(lambda: pipelines.status("idle").get("phase") == "Suspended", timeout=60, what="Suspended")
     pipelines.patch("idle", {"spec": {"verifyNonce": "v1"}})
 
@@ -189,8 +193,9 @@ def test_a_snapshot_only_driver_answers_before_it_exits(
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
     body = real_pipeline(
-        "once", mariadb, shop, ["items"], startup={"mode": "snapshot-only"}, verifyNonce="v1"
-    )
+        "once", mariadb, shop, ["items"], real_operator.driver_image,
+        startup={"mode": "snapshot-only"}, verifyNonce="v1",
+    )  # fmt: skip
     pipelines.create(body)
     status = wait_answered(real_operator, pipelines, node_runner, "once", "v1")
     verified = condition(status, "Verified")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.api.resource import API_VERSION, KIND, CdcPipeline
@@ -158,7 +158,6 @@ def driver_pod(
     spark_master: str,
     service_account: str,
     spec_hash: str,
-    command: Sequence[str] = DEFAULT_DRIVER_COMMAND,
     scheduler_name: str | None = None,
     metrics_port: int = DRIVER_METRICS_PORT,
 ) -> dict[str, Any]:
@@ -176,7 +175,7 @@ def driver_pod(
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": 30,
         "securityContext": restricted_pod_context(),
-        "containers": [_driver_container(pipeline, epoch, image, spark_master, command, metrics_port)],
+        "containers": [_driver_container(pipeline, epoch, image, spark_master, metrics_port)],
         "volumes": [
             {"name": "tmp", "emptyDir": {}},
             {"name": "spark-local", "emptyDir": {}},
@@ -206,7 +205,6 @@ def _driver_container(
     epoch: int,
     image: str,
     spark_master: str,
-    command: Sequence[str],
     metrics_port: int,
 ) -> dict[str, Any]:
     spark = pipeline.spec.spark
@@ -221,7 +219,7 @@ def _driver_container(
     container: dict[str, Any] = {
         "name": "driver",
         "image": image,
-        "command": list(command),
+        "command": list(DEFAULT_DRIVER_COMMAND),
         "env": env,
         "ports": ports,
         "resources": _driver_resources(spark.driver.cores, spark.driver.memory),

@@ -52,22 +52,16 @@ class KubeConfig:
 
 
 def load_config() -> KubeConfig:
-    """Credentials for the API: a service account (in a pod), else the kubeconfig.
-
-    ``$SPARKCDC_SERVICEACCOUNT_DIR`` replaces the fixed in-cluster token directory: the test node
-    runner runs many pods on one host, so each gets its own directory (token, ca.crt, namespace);
-    the API address still comes from ``KUBERNETES_SERVICE_HOST``/``PORT``.
-    """
+    """Credentials for the API: the pod's service account (its token at the fixed in-cluster path,
+    the address from ``KUBERNETES_SERVICE_HOST``/``PORT``), else the kubeconfig (``$KUBECONFIG``)."""
     cfg = client.Configuration()
-    token_dir = os.environ.get("SPARKCDC_SERVICEACCOUNT_DIR")
-    if not token_dir and os.environ.get("KUBERNETES_SERVICE_HOST") and Path(IN_CLUSTER_DIR, "token").exists():
-        token_dir = IN_CLUSTER_DIR
-    if token_dir:
+    token_dir = Path(IN_CLUSTER_DIR)
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and (token_dir / "token").exists():
         loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
-            token_filename=str(Path(token_dir, "token")), cert_filename=str(Path(token_dir, "ca.crt"))
+            token_filename=str(token_dir / "token"), cert_filename=str(token_dir / "ca.crt")
         )
         loader.load_and_set(cfg)  # type: ignore[no-untyped-call]
-        namespace_file = Path(token_dir, "namespace")
+        namespace_file = token_dir / "namespace"
         namespace = namespace_file.read_text().strip() if namespace_file.exists() else None
         return KubeConfig(cfg, namespace)
     config.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -84,10 +83,10 @@ def drop_tables(checkpoint: Checkpoint, tables: Sequence[TableId]) -> Checkpoint
 
 
 def write_termination_message(text: str) -> None:
-    """What ``kubectl describe`` and the operator show as the reason the driver ended."""
-    path = os.environ.get("SPARKCDC_TERMINATION_MESSAGE_PATH", TERMINATION_LOG)
+    """What ``kubectl describe`` and the operator show as the reason the driver ended: the file at
+    the pod's ``terminationMessagePath`` (the default). Outside a pod there is none: only logged."""
     try:
-        with open(path, "w", encoding="utf-8") as out:
+        with open(TERMINATION_LOG, "w", encoding="utf-8") as out:
             out.write(text[-4000:])
     except OSError:
-        log.warning("could not write the termination message to %s", path)
+        log.warning("could not write the termination message to %s", TERMINATION_LOG)

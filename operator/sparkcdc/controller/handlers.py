@@ -107,7 +107,7 @@ def configure(settings: kopf.OperatorSettings) -> None:
 
 
 def connection_info() -> kopf.ConnectionInfo:
-    """kopf's credentials from the same loader the driver uses (honours $SPARKCDC_SERVICEACCOUNT_DIR)."""
+    """kopf's credentials from the same loader the driver uses (in-cluster, else the kubeconfig)."""
     kube = load_config()
     cfg = kube.configuration
     if cfg.refresh_api_key_hook is not None:

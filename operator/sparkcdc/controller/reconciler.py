@@ -242,7 +242,6 @@ class Reconciler:
             spark_master=spark.master or self.settings.spark_master,
             service_account=driver_account_name(pipeline.metadata.name),
             spec_hash=spec_hash(pipeline.spec),
-            command=self.settings.driver_command,
             scheduler_name=self.settings.scheduler_name,
             metrics_port=self.settings.driver_metrics_port,
         )

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sparkcdc.controller.builders import DEFAULT_DRIVER_COMMAND, DEFAULT_SPARK_MASTER, DRIVER_METRICS_PORT
+from sparkcdc.controller.builders import DEFAULT_SPARK_MASTER, DRIVER_METRICS_PORT
 
 
 @dataclass(frozen=True)
 class OperatorSettings:
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
     spark_master: str = DEFAULT_SPARK_MASTER  # for pipelines whose spec.spark.master is unset
-    driver_command: tuple[str, ...] = DEFAULT_DRIVER_COMMAND
     driver_service_account: str = "sparkcdc-driver"
     scheduler_name: str | None = None  # e.g. the test node runner's scheduler
     metrics_port: int = 8080  # 0: no metrics endpoint
@@ -23,13 +21,6 @@ class OperatorSettings:
     liveness_port: int = 0  # 0: no kopf liveness endpoint
     resync_seconds: float = 30.0  # periodic reconcile of every pipeline
     stall_seconds: float = 600.0  # no progress for this long -> Stalled
-
-
-def _command(text: str) -> tuple[str, ...]:
-    value = json.loads(text)
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise argparse.ArgumentTypeError("the driver command must be a non-empty JSON list of strings")
-    return tuple(value)
 
 
 def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -43,12 +34,6 @@ def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = N
         help="watch this namespace (repeatable); default: all",
     )
     parser.add_argument("--spark-master", default=env.get("SPARKCDC_SPARK_MASTER", DEFAULT_SPARK_MASTER))
-    parser.add_argument(
-        "--driver-command",
-        type=_command,
-        default=_command(env["SPARKCDC_DRIVER_COMMAND"]) if env.get("SPARKCDC_DRIVER_COMMAND") else None,
-        help="JSON list run in the driver pod instead of `sparkcdc driver` (tests)",
-    )
     parser.add_argument(
         "--driver-service-account", default=env.get("SPARKCDC_DRIVER_SERVICE_ACCOUNT", "sparkcdc-driver")
     )
@@ -72,7 +57,6 @@ def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = N
     return OperatorSettings(
         namespaces=tuple(watch),
         spark_master=args.spark_master,
-        driver_command=args.driver_command or DEFAULT_DRIVER_COMMAND,
         driver_service_account=args.driver_service_account,
         scheduler_name=args.scheduler_name,
         metrics_port=args.metrics_port,

@@ -11,16 +11,26 @@ process limits above 32768 in a container).
 
 from __future__ import annotations
 
+import hashlib
 import resource
 import shlex
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from sparkcdc.paths import cache_dir
 from sparkcdc.testing.kube import REPO_ROOT
 
 IMAGES_SCRIPT = REPO_ROOT / "hack" / "images.sh"
 DEFAULT_PODMAN = "podman --runtime runc --cgroup-manager cgroupfs"
+INPUTS_LABEL = "io.sparkcdc.inputs"  # what hack/images.sh labels its images with
+# hack/images.sh's build flags: no registry, the host's network (and its CAs), limits the machine allows.
+BUILD_FLAGS = (
+    "--pull=never", "--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+)  # fmt: skip
+PIN_MAX_AGE = 24 * 3600.0  # a pin not used for this long is removed by the next pin of its repository
 
 
 CONTAINER_LIMIT = 16384
@@ -106,3 +116,70 @@ def image_config(image: str, template: str) -> str:
         check=True,
     )
     return out.stdout.strip()
+
+
+# -- images of one test session ----------------------------------------------------------------------
+#
+# hack/images.sh tags its images at the project version, so two checkouts on one machine (a CI run
+# and a developer's) retag the same names with their own code. A test session therefore pins what
+# it builds under a tag naming the content (``pin``), and its pods use the pin: another checkout's
+# build cannot change them mid-session. A pin records when it was last used; pins unused for
+# ``PIN_MAX_AGE`` are removed (only their tags: layers shared with live images stay).
+
+
+def _pins_dir() -> Path:
+    return cache_dir() / "images" / "pins"  # next to hack/images.sh's files
+
+
+def _use(ref: str) -> None:
+    marker = _pins_dir() / hashlib.sha256(ref.encode()).hexdigest()[:24]
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(ref)
+
+
+def _prune(repository: str, keep: str) -> None:
+    """Untag the pins of ``repository`` other than ``keep`` not used for ``PIN_MAX_AGE``."""
+    out = subprocess.run(
+        [*podman(), "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", f"reference={repository}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    for ref in set(out.stdout.split()) - {keep}:
+        marker = _pins_dir() / hashlib.sha256(ref.encode()).hexdigest()[:24]
+        if not marker.exists() or time.time() - marker.stat().st_mtime > PIN_MAX_AGE:
+            # Without --force: an image a container still runs from stays.
+            subprocess.run([*podman(), "rmi", ref], capture_output=True, check=False)
+            marker.unlink(missing_ok=True)
+
+
+def pin(image: str, repository: str) -> str:
+    """``image`` also tagged ``repository:<the hash of its inputs>`` (hack/images.sh's label)."""
+    inputs = image_config(image, f'{{{{index .Labels "{INPUTS_LABEL}"}}}}') or image_config(image, "{{.Id}}")
+    pinned = f"{repository}:{inputs[:16]}"
+    subprocess.run([*podman(), "tag", image, pinned], capture_output=True, check=True)
+    _use(pinned)
+    _prune(repository, pinned)
+    return pinned
+
+
+def build_image(context: Path, repository: str, base: str) -> str:
+    """``context/Dockerfile`` built on ``base`` (its ``ARG BASE``) with hack/images.sh's flags, as
+    ``repository:<hash>``: a hash of the context's files and the base image's id, so an unchanged
+    image is found by its tag without running a build (well under a second)."""
+    digest = hashlib.sha256(image_config(base, "{{.Id}}").encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(f"{path.relative_to(context)}\0{path.stat().st_mode & 0o111}\0".encode())
+        digest.update(path.read_bytes())
+    tag = f"{repository}:{digest.hexdigest()[:16]}"
+    exists = subprocess.run([*podman(), "image", "exists", tag], capture_output=True, check=False)
+    if exists.returncode != 0:
+        res = subprocess.run(
+            [*podman(), "build", *BUILD_FLAGS, "--layers", "--build-arg", f"BASE={base}",
+             "--label", f"{INPUTS_LABEL}={tag.rsplit(':', 1)[1]}", "-t", tag, str(context)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if res.returncode != 0:
+            output = res.stdout[-3000:] + res.stderr[-3000:]
+            raise RuntimeError(f"building {tag} from {context} failed:\n{output}")
+    _use(tag)
+    _prune(repository, tag)
+    return tag

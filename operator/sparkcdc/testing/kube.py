@@ -90,6 +90,18 @@ def wait_until(
         time.sleep(every)
 
 
+# PodSecurity admission (on by default) refuses any pod of such a namespace that is not restricted.
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
+
+
+def create_namespace(core: Any, name: str) -> str:
+    """Namespace ``name`` enforcing the ``restricted`` Pod Security Standard, once its ``default``
+    ServiceAccount exists (pods are refused until the service-account controller has made it)."""
+    core.create_namespace({"metadata": {"name": name, "labels": RESTRICTED}})
+    wait_until(lambda: core.read_namespaced_service_account("default", name), what=f"{name}'s default SA")
+    return name
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

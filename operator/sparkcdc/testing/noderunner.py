@@ -1,16 +1,16 @@
-"""A test "kubelet": runs the Pods bound to one Node as local processes, in a background thread.
+"""A test "kubelet": runs the Pods bound to one Node, in a background thread.
 
 Pods with ``spec.nodeName == node_name`` (and unscheduled pods with ``schedulerName == scheduler_name``,
-which it binds) get their first container's ``command + args`` run with the pod's environment (``env``,
-``envFrom``, Secret/ConfigMap/field refs), a service-account token in ``$SPARKCDC_SERVICEACCOUNT_DIR``
-(``token``, ``ca.crt``, ``namespace``; the fixed in-cluster path cannot differ per pod on one host) and
-``$SPARKCDC_TERMINATION_MESSAGE_PATH``. Phase, container state, exit code and termination message are
-reported back; deleting the pod kills its process group. See docs/testing.md.
+which it binds) get their first container run from its image with podman (``sparkcdc.testing.
+pod_container``): ``command``/``args``, the environment (``env``, ``envFrom``, Secret/ConfigMap/field
+refs), security context, volumes, the service-account token at the in-cluster path and the termination
+message at ``terminationMessagePath``, on a loopback address of its own reported as ``status.podIP``.
+The code in the images runs unchanged, as on a real node. Phase, container state, exit code and
+termination message are reported back; deleting the pod stops its container. See docs/testing.md.
 
-With ``containers=True`` each pod's first container runs from its image with podman instead
-(``sparkcdc.testing.pod_container``): security context, volumes, the token at the in-cluster path and
-the termination message at ``terminationMessagePath``, on a loopback address of its own reported as
-``status.podIP``; no override variables.
+``containers=False`` runs the container's ``command + args`` as a host process instead, with the pod's
+environment but no image, volumes, token or termination-message file: for load tests whose pods are
+cheap stand-ins (``benchmarks/operator_scale.py``: hundreds of ``sleep``s).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from sparkcdc.testing.containers import image_config, podman
 from sparkcdc.testing.kube import set_pdeathsig
+from sparkcdc.testing.node_status import MERGE, now, pod_status, register_node
 from sparkcdc.testing.pod_container import (
     PodFiles,
     container_name,
@@ -40,16 +41,14 @@ from sparkcdc.testing.pod_container import (
 )
 from sparkcdc.testing.pod_env import ConfigError, Obj, PodEnvironment, PodProcess, expand
 
-MERGE = "application/merge-patch+json"
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
 
 def _kill(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+def _container(p: PodProcess) -> str:
+    return container_name({"metadata": {"namespace": p.namespace, "name": p.name, "uid": p.uid}})
 
 
 class NodeRunner:
@@ -65,15 +64,15 @@ class NodeRunner:
         restart_backoff: float = 1.0,
         max_grace: float = 30.0,
         base_env: dict[str, str] | None = None,
-        containers: bool = False,
+        containers: bool = True,
     ):
         self.node_name = node_name
         self.scheduler_name = scheduler_name
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="sparkcdc-node-")).resolve()
         self.restart_backoff = restart_backoff
         self.max_grace = max_grace
-        # Processes inherit the runner's environment (PATH, JAVA_HOME, ...) minus anything that would
-        # give them credentials other than their service account's.
+        # Host processes inherit the runner's environment (PATH, ...) minus anything that would give
+        # them credentials; containers get only the pod's (podman runs with this PATH).
         env = dict(os.environ if base_env is None else base_env)
         for k in [k for k in env if k == "KUBECONFIG" or k.startswith("KUBERNETES_")]:
             del env[k]
@@ -101,7 +100,7 @@ class NodeRunner:
     def start(self) -> NodeRunner:
         self.workdir.mkdir(parents=True, exist_ok=True)
         core = self._core()
-        self._register_node(core)
+        register_node(core, self.node_name)
         for target in (lambda: self._loop(core), self._watch):
             t = threading.Thread(target=target, name=f"noderunner-{self.node_name}", daemon=True)
             t.start()
@@ -123,13 +122,21 @@ class NodeRunner:
         self.stop()
 
     def process(self, namespace: str, name: str) -> subprocess.Popen[bytes] | None:
-        """The current local process of a pod, if it has one."""
-        live = [
-            p
-            for p in list(self.pods.values())
-            if (p.namespace, p.name, p.deleted) == (namespace, name, False)
-        ]
-        return live[0].proc if live else None
+        """The current local process of a pod (``podman run`` in container mode), if it has one."""
+        live = self._live(namespace, name)
+        return live.proc if live else None
+
+    def kill(self, namespace: str, name: str) -> None:
+        """SIGKILL every process of the pod's container at once, as a container runtime does (an OOM
+        kill): nothing of it runs on, and the pod ends like any container killed (exit code 137)."""
+        self._signal(namespace, name, ["kill", "--signal", "KILL"], signal.SIGKILL)
+
+    def pause(self, namespace: str, name: str) -> None:
+        """Freeze every process of the pod's container (``podman pause``), as a stalled node would."""
+        self._signal(namespace, name, ["pause"], signal.SIGSTOP)
+
+    def unpause(self, namespace: str, name: str) -> None:
+        self._signal(namespace, name, ["unpause"], signal.SIGCONT)
 
     def logs(self, namespace: str, name: str) -> str:
         """Stdout and stderr of the newest pod of that name, also after deletion (no ``kubectl logs``)."""
@@ -138,21 +145,23 @@ class NodeRunner:
         )
         return logs[-1].read_text(errors="replace") if logs else ""
 
-    # -- node --------------------------------------------------------------------------------------
-    def _register_node(self, core: Any) -> None:
-        labels = {"kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux"}
-        with contextlib.suppress(ApiException):  # 409: already registered by an earlier runner
-            core.create_node({"metadata": {"name": self.node_name, "labels": labels}})
-        res = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now()}
-        info = {"kubeletVersion": "sparkcdc-noderunner", "operatingSystem": "linux", "architecture": "amd64"}
-        status = {
-            "capacity": res, "allocatable": res, "conditions": [ready], "nodeInfo": info,
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-        }  # fmt: skip
-        core.patch_node_status(self.node_name, {"status": status}, _content_type=MERGE)
-        # Admission tainted the new node not-ready; no node lifecycle controller will lift it.
-        core.patch_node(self.node_name, {"spec": {"taints": None}}, _content_type=MERGE)
+    def _live(self, namespace: str, name: str) -> PodProcess | None:
+        live = [
+            p
+            for p in list(self.pods.values())
+            if (p.namespace, p.name, p.deleted) == (namespace, name, False) and p.proc is not None
+        ]
+        return live[0] if live else None
+
+    def _signal(self, namespace: str, name: str, podman_args: list[str], sig: int) -> None:
+        p = self._live(namespace, name)
+        if p is None or p.proc is None:
+            raise LookupError(f"pod {namespace}/{name} has no running container on {self.node_name}")
+        if self.containers:
+            command = [*podman(), *podman_args, _container(p)]
+            subprocess.run(command, capture_output=True, check=True, timeout=60)
+        else:
+            _kill(p.proc, sig)
 
     # -- loops -------------------------------------------------------------------------------------
     def _watch(self) -> None:
@@ -248,14 +257,12 @@ class NodeRunner:
             else:
                 cmd = [expand(a, env) for a in (c.get("command") or []) + (c.get("args") or [])]
             if not cmd:
-                raise ConfigError("the test node runner has no images: the container needs a command")
+                raise ConfigError("host-process mode has no images: the container needs a command")
         except ConfigError as e:
             p.backoff_until = time.monotonic() + 1.0
             state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}
             self._report(core, pod, p, "Pending", state, ready=False)
             return
-        if not self.containers:
-            p.message_path.unlink(missing_ok=True)
         wd = c.get("workingDir")
         cwd = wd if wd and Path(wd).is_dir() and not self.containers else str(p.pod_dir)
         proc_env = env if self.containers else {**self.base_env, **env}
@@ -349,8 +356,8 @@ class NodeRunner:
             p.proc.wait(timeout=10)
         if self.containers:
             # Killing `podman run` leaves its container running: remove it as the kubelet would.
-            name = container_name({"metadata": {"namespace": p.namespace, "name": p.name, "uid": p.uid}})
-            subprocess.run([*podman(), "rm", "-f", "-t", "0", name], capture_output=True, check=False)
+            remove = [*podman(), "rm", "-f", "-t", "0", _container(p)]
+            subprocess.run(remove, capture_output=True, check=False)
 
     def _termination_message(self, p: PodProcess) -> str:
         with contextlib.suppress(OSError):
@@ -368,22 +375,7 @@ class NodeRunner:
         key = json.dumps([phase, state, ready, p.restart_count, p.last_state], sort_keys=True)
         if key == p.last_report:
             return
-        c = pod["spec"]["containers"][0]
-        cond = "True" if ready else "False"
-        cs: Obj = {
-            "name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready,
-            "started": "running" in state, "restartCount": p.restart_count, "state": state,
-            "lastState": p.last_state,
-        }  # fmt: skip
-        if "running" in state or "terminated" in state:
-            scheme = "podman" if self.containers else "local-process"
-            cs["containerID"] = f"{scheme}://{p.uid}-{p.restart_count}"
-        types = {"PodScheduled": "True", "Initialized": "True", "ContainersReady": cond, "Ready": cond}
-        conditions = [{"type": t, "status": s, "lastTransitionTime": now()} for t, s in types.items()]
-        status = {
-            "phase": phase, "conditions": conditions, "containerStatuses": [cs], "hostIP": "127.0.0.1",
-            "podIP": p.pod_ip, "podIPs": [{"ip": p.pod_ip}], "startTime": p.started_at or now(),
-        }  # fmt: skip
+        status = pod_status(pod, p, phase, state, ready, "podman" if self.containers else "local-process")
         try:
             core.patch_namespaced_pod_status(
                 p.name, p.namespace, {"status": status}, _content_type=MERGE, _preload_content=False

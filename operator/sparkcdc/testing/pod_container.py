@@ -1,8 +1,7 @@
 """A pod's container as a podman container: the ``podman run`` arguments a kubelet would amount to.
 
-The test node runner (``noderunner``) runs pods as host processes by default; with ``containers=True`` it
-runs them with the arguments built here, kept pure (no API calls, no podman) so they can be checked piece
-by piece:
+The test node runner (``noderunner``) runs pods with the arguments built here, kept pure (no API calls,
+no podman) so they can be checked piece by piece:
 
 * ``command``/``args`` replace the image's entry point and arguments as Kubernetes defines it (``args``
   alone keep the entry point).

@@ -1,5 +1,6 @@
 """A test pod's container environment, resolved like the kubelet does: ``env``, ``envFrom``,
-Secret/ConfigMap/field refs, ``$(VAR)`` expansion and a service-account token on disk."""
+Secret/ConfigMap/field refs, ``$(VAR)`` expansion, and the service-account token on disk for the
+container to mount at the in-cluster path."""
 
 from __future__ import annotations
 
@@ -68,8 +69,9 @@ class PodEnvironment:
     api_host: str
     api_port: str
     ca_pem: bytes
-    # Containers see the token and the termination-message file at the real paths: no override vars.
-    containers: bool = False
+    # Only a container can see its token at the in-cluster path (one path for every pod of a
+    # host): host processes get none.
+    containers: bool = True
 
     def resolve(self, core: Any, pod: Obj, p: PodProcess, c: Obj) -> dict[str, str]:
         md, ns = pod["metadata"], pod["metadata"]["namespace"]
@@ -79,12 +81,8 @@ class PodEnvironment:
             "KUBERNETES_SERVICE_PORT": self.api_port,
             "KUBERNETES_SERVICE_PORT_HTTPS": self.api_port,
         }
-        if not self.containers:
-            env["SPARKCDC_TERMINATION_MESSAGE_PATH"] = str(p.message_path)
-        if _wants_token(pod):
-            sa_dir = self._service_account(core, pod, p)
-            if not self.containers:
-                env["SPARKCDC_SERVICEACCOUNT_DIR"] = str(sa_dir)
+        if self.containers and _wants_token(pod):
+            self._service_account(core, pod, p)
         for src in c.get("envFrom") or []:
             prefix = src.get("prefix", "")
             for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):

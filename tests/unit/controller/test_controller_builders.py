@@ -112,11 +112,13 @@ def test_resources_follow_spec_spark_driver() -> None:
     }  # fmt: skip
 
 
-def test_command_and_scheduler_overrides() -> None:
-    pod = build(command=["python", "-c", "pass"], scheduler_name="test-scheduler")
-    assert container(pod)["command"] == ["python", "-c", "pass"]
+def test_the_driver_command_and_the_scheduler_override() -> None:
+    pod = build(scheduler_name="test-scheduler")
     assert pod["spec"]["schedulerName"] == "test-scheduler"
-    assert container(build())["command"] == ["sparkcdc", "driver"]
+    assert "schedulerName" not in build()["spec"]
+    # The image's `sparkcdc driver`: no override, tests swap the image instead.
+    assert container(pod)["command"] == ["sparkcdc", "driver"]
+    assert "terminationMessagePath" not in container(pod)  # the default the driver writes
 
 
 def test_headless_service() -> None:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from reconcile_fixtures import pipeline, pipeline_obj
 
 from sparkcdc.api import CdcPipeline, SecretRefError
+from sparkcdc.controller import driver_support
 from sparkcdc.controller.builders import secret_env_name
-from sparkcdc.controller.driver_support import apply_resnapshot, env_secrets, with_assigned_server_ids
+from sparkcdc.controller.driver_support import (
+    apply_resnapshot,
+    env_secrets,
+    with_assigned_server_ids,
+    write_termination_message,
+)
 from sparkcdc.core.checkpoint import Checkpoint, TablePlan, decode, encode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
@@ -87,3 +94,18 @@ def test_assigned_server_ids_fill_an_unset_spec() -> None:
     configured = pipeline_obj()
     configured["status"] = {"serverIdRange": "1000000-1000063"}
     assert with_assigned_server_ids(CdcPipeline.from_k8s(configured)).spec.source.server_id == "5400-5404"
+
+
+def test_the_termination_message_goes_to_the_pods_fixed_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The pod's default terminationMessagePath (moved here to a temporary file), the last 4000
+    characters; where it cannot be written (outside a pod) the driver logs that and goes on."""
+    assert driver_support.TERMINATION_LOG == "/dev/termination-log"
+    target = tmp_path / "termination-log"
+    monkeypatch.setattr(driver_support, "TERMINATION_LOG", str(target))
+    write_termination_message("x" * 5000 + "the end")
+    assert target.read_text() == ("x" * 5000 + "the end")[-4000:]
+    monkeypatch.setattr(driver_support, "TERMINATION_LOG", str(tmp_path / "no" / "such" / "dir"))
+    write_termination_message("lost")
+    assert "could not write the termination message" in caplog.text

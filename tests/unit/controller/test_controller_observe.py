@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from kubernetes.config import kube_config
 from reconcile_fixtures import NOW
 
+from sparkcdc.controller import client as client_module
 from sparkcdc.controller.client import load_config
 from sparkcdc.controller.handlers import connection_info
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
@@ -64,14 +67,14 @@ def test_progress_clock_moves_only_with_progress() -> None:
 
 
 def test_settings_from_flags_and_environment() -> None:
-    env = {"SPARKCDC_DRIVER_COMMAND": '["python", "x.py"]', "SPARKCDC_SPARK_MASTER": "local[2]"}
+    env = {"SPARKCDC_SPARK_MASTER": "local[2]", "SPARKCDC_SCHEDULER_NAME": "test-scheduler"}
     settings = parse_settings(["-n", "a", "-n", "b", "--metrics-port", "0"], env)
     assert settings.namespaces == ("a", "b")
-    assert settings.driver_command == ("python", "x.py")
     assert settings.spark_master == "local[2]" and settings.metrics_port == 0
-    assert parse_settings([], {}).driver_command == ("sparkcdc", "driver")
-    with pytest.raises(SystemExit):
-        parse_settings(["--driver-command", '"not a list"'], {})
+    assert settings.scheduler_name == "test-scheduler"
+    assert parse_settings([], {}).spark_master == "k8s://https://kubernetes.default.svc"
+    with pytest.raises(SystemExit):  # the driver runs the image's `sparkcdc driver`, always
+        parse_settings(["--driver-command", '["python", "x.py"]'], {})
 
 
 def test_scheduler_runs_the_earliest_request_once() -> None:
@@ -96,13 +99,15 @@ def test_scheduler_runs_the_earliest_request_once() -> None:
         scheduler.stop()
 
 
-def test_service_account_dir_is_used_by_the_operator_and_the_driver(
+def test_the_in_cluster_token_is_used_by_the_operator_and_the_driver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In a pod: the token, CA and namespace at the in-cluster path (moved here to a temporary
+    directory: the real one is the pod's), the address from the service variables."""
     (tmp_path / "token").write_text("tok-123")
     (tmp_path / "ca.crt").write_text("not really a cert")
     (tmp_path / "namespace").write_text("team-a\n")
-    monkeypatch.setenv("SPARKCDC_SERVICEACCOUNT_DIR", str(tmp_path))
+    monkeypatch.setattr(client_module, "IN_CLUSTER_DIR", str(tmp_path))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
     kube = load_config()
@@ -112,3 +117,21 @@ def test_service_account_dir_is_used_by_the_operator_and_the_driver(
     info = connection_info()
     assert (info.server, info.token, info.default_namespace) == ("https://10.0.0.1:6443", "tok-123", "team-a")
     assert info.scheme is not None and info.scheme.lower() == "bearer"
+
+
+def test_outside_a_pod_the_kubeconfig_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No token at the in-cluster path (or no service variables): ``$KUBECONFIG``, as kubectl."""
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+        "users": [{"name": "u", "user": {"token": "kubeconfig-token"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }  # fmt: skip
+    (tmp_path / "config").write_text(json.dumps(kubeconfig))
+    monkeypatch.setattr(client_module, "IN_CLUSTER_DIR", str(tmp_path / "absent"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    # The client reads $KUBECONFIG when it is imported, as a process started with it does.
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / "config"))
+    kube = load_config()
+    assert kube.namespace is None and kube.configuration.host == "https://127.0.0.1:6443"
+    assert connection_info().token == "kubeconfig-token"

@@ -1,32 +1,45 @@
-"""A stand-in for ``sparkcdc driver`` in operator tests (``SPARKCDC_DRIVER_COMMAND``).
+"""A stand-in for ``sparkcdc driver`` in operator tests: the driver command of the fake driver's test
+image (``tests/e2e/fake_driver/Dockerfile``), which pipelines name in ``spec.spark.image``.
 
 Behaviour by the pipeline name's first word: ``crash-*`` fails at once with a termination
 message; ``done-*`` checkpoints and exits 0; anything else checkpoints and keeps running.
 Each start appends its epoch to ``epochs`` in the checkpoint, so a test sees every resume.
+Like the real driver it reads the API with the pod's service account, writes the termination
+message to ``/dev/termination-log`` and exits on SIGTERM (as PID 1 of its container it would
+otherwise ignore it until the grace period ends).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
+from types import FrameType
 
 from sparkcdc.controller.builders import secret_env_name
 from sparkcdc.controller.client import KubeClient, load_config
+from sparkcdc.controller.driver_support import write_termination_message
 from sparkcdc.state.status_store import StatusCheckpointStore
 
 
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     name, namespace = os.environ["SPARKCDC_PIPELINE_NAME"], os.environ["SPARKCDC_PIPELINE_NAMESPACE"]
     epoch = int(os.environ["SPARKCDC_EPOCH"])
     mode = name.split("-", 1)[0]
     has_secret = bool(os.environ.get(secret_env_name("spec.source.passwordSecretRef")))
     print(f"fake driver {namespace}/{name} epoch {epoch} secret-present={has_secret}", flush=True)
     if mode == "crash":
-        with open(os.environ["SPARKCDC_TERMINATION_MESSAGE_PATH"], "w") as out:
-            out.write("boom from the fake driver")
+        write_termination_message("boom from the fake driver")
         return 3
-    store = StatusCheckpointStore(KubeClient.from_config(load_config()).api, namespace, name, epoch)
+    kube = load_config()
+    assert kube.namespace == namespace, "not the in-cluster service account of the pod's namespace"
+    store = StatusCheckpointStore(KubeClient.from_config(kube).api, namespace, name, epoch)
     document = store.load() or {"version": 1, "epochs": [], "nothing": None}
     document["epochs"] = [*document["epochs"], epoch]
     store.save(document, {"splitsTotal": 4, "splitsFinished": 1, "tables": 2})
