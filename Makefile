@@ -7,8 +7,9 @@ PYTEST_ARGS ?=
 deps:
 	@bash hack/bootstrap.sh
 
+# The cluster tests (e2e, container) and the local ones (unit, integration) side by side: hack/test.sh.
 test: deps
-	$(PY) -m pytest $(PYTEST_ARGS)
+	PY=$(PY) bash hack/test.sh $(PYTEST_ARGS)
 
 unit: deps
 	$(PY) -m pytest -m unit $(PYTEST_ARGS)
