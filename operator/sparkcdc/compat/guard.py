@@ -10,15 +10,14 @@ upstream change has been read and the patch brought in line with it.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
-__all__ = ["Upstream", "UpstreamChangedError", "check", "installed_version", "satisfies", "source_digest"]
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
 
-_CLAUSE = re.compile(r"\s*(==|!=|>=|<=|>|<)\s*(\d+(?:\.\d+)*)\s*")
-_RELEASE = re.compile(r"\d+(?:\.\d+)*")
+__all__ = ["Upstream", "UpstreamChangedError", "check", "installed_version", "satisfies", "source_digest"]
 
 
 class UpstreamChangedError(RuntimeError):
@@ -47,31 +46,13 @@ def _digest(source: str | None) -> str | None:
     return None if source is None else source_digest(source)
 
 
-def _release(text: str) -> tuple[int, ...] | None:
-    # Only plain releases compare (1.0.17, 4.0.5): a pre-release or local build is not one a patch
-    # was written for.
-    return tuple(int(part) for part in text.split(".")) if _RELEASE.fullmatch(text) else None
-
-
-def _compare(found: tuple[int, ...], op: str, wanted: tuple[int, ...]) -> bool:
-    width = max(len(found), len(wanted))
-    a, b = found + (0,) * (width - len(found)), wanted + (0,) * (width - len(wanted))
-    return {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
-
-
 def satisfies(installed: str, requirement: str) -> bool:
-    """Whether a version lies in a range of comma-separated clauses (``>=1.0,<2``)."""
-    found = _release(installed)
-    if found is None:
+    """Whether a version lies in a range (``>=1.0,<2``), as pip reads it; a pre-release or an
+    unparsable version is not one a patch was written for."""
+    try:
+        return SpecifierSet(requirement).contains(Version(installed), prereleases=False)
+    except InvalidVersion:
         return False
-    for clause in requirement.split(","):
-        match = _CLAUSE.fullmatch(clause)
-        if match is None:
-            raise ValueError(f"unsupported version clause {clause!r} in {requirement!r}")
-        wanted = _release(match.group(2))
-        if wanted is None or not _compare(found, match.group(1), wanted):
-            return False
-    return True
 
 
 def installed_version(upstream: Upstream) -> str:

@@ -25,9 +25,9 @@ def test_version_ranges(installed: str, requirement: str, expected: bool) -> Non
     assert satisfies(installed, requirement) is expected
 
 
-def test_unsupported_clauses_are_refused() -> None:
-    with pytest.raises(ValueError, match=r"~=1\.0"):
-        satisfies("1.0", "~=1.0")
+def test_a_malformed_range_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"=>1\.0"):
+        satisfies("1.0", "=>1.0")
 
 
 def test_a_matching_source_passes() -> None:
