@@ -171,9 +171,12 @@ def test_the_readme_pipeline_runs_on_executor_pods_and_survives_their_loss(
 
     # Mid-stream: the snapshot finishes, then the driver is deleted once more.
     wait_until(lambda: snapshot_done(cp) and status(cp).get("phase") == "Streaming", 900, "streaming")
-    streaming_epoch = epoch(cp)
+    streaming_epoch, streaming_executors = epoch(cp), set(running(cp, EXECUTOR))
+    assert streaming_executors, "the driver that finished the snapshot keeps its executors"
     kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, "-l", DRIVER, "--wait=false")
     wait_until(lambda: epoch(cp) > streaming_epoch, 180, "a new driver epoch while streaming")
+    # Its executors go with it; the new driver streams without Spark, so it starts none.
+    wait_until(lambda: not set(running(cp, EXECUTOR)) & streaming_executors, 180, "executors collected")
 
     time.sleep(3)
     writer.stop()
