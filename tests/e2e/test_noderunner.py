@@ -28,6 +28,15 @@ RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 185, "seccompProfile": {"ty
 RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
+# A pod's program that ignores SIGTERM: only SIGKILL ends it.
+IGNORES_SIGTERM = """
+    import signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("started", flush=True)
+    time.sleep(600)
+"""
+
+
 def make_pod(name: str, code: str, image: str, *, restart: str = "Never",
              node: str | None = "sparkcdc-test-node", **container: Any) -> dict[str, Any]:  # fmt: skip
     """A pod running ``code`` with the image's Python (the host's in host-process mode)."""
@@ -208,13 +217,7 @@ def test_deleting_the_pod_stops_its_container(
 def test_sigterm_ignoring_process_is_killed_after_grace(
     node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
-    code = """
-        import signal, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print("started", flush=True)
-        time.sleep(600)
-    """
-    core.create_namespaced_pod(namespace, make_pod("stubborn", code, images.spark))
+    core.create_namespaced_pod(namespace, make_pod("stubborn", IGNORES_SIGTERM, images.spark))
     pod = wait_phase(core, namespace, "stubborn", "Running")
     wait_until(lambda: "started" in node_runner.logs(namespace, "stubborn"), what="started")
     t0 = time.monotonic()
@@ -228,13 +231,7 @@ def test_kill_ends_every_process_of_the_container_at_once(
     node_runner: NodeRunner, images: E2EImages, core: Any, namespace: str
 ) -> None:
     """``NodeRunner.kill``, a runtime's OOM kill: SIGKILL, no handler runs, exit code 137."""
-    code = """
-        import signal, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print("started", flush=True)
-        time.sleep(600)
-    """
-    core.create_namespaced_pod(namespace, make_pod("victim", code, images.spark))
+    core.create_namespaced_pod(namespace, make_pod("victim", IGNORES_SIGTERM, images.spark))
     pod = wait_phase(core, namespace, "victim", "Running")
     wait_until(lambda: "started" in node_runner.logs(namespace, "victim"), what="started")
     node_runner.kill(namespace, "victim")
