@@ -21,7 +21,7 @@ initially empty 7-column table ``bench.changes``: rounds of 10,000 inserts, 6,00
                                   to the checkpoint at the backlog end;
 * ``sparkcdc → jdbc, parallel catch-up``  the same run with ``binlog.parallelCatchupThresholdBytes``
                                   below the backlog: ranges decoded by ``snapshot.parallelism``
-                                  (2) Spark tasks, reduced, applied (spark/catchup.py); timed the
+                                  (2) Spark tasks, reduced, applied (engine/catchup.py); timed the
                                   same way, so it includes starting Spark.
 
 ``--only NAME,...`` runs a subset (``mariadb-binlog``, ``bare``, ``go``, ``reader``, ``single``,
@@ -62,8 +62,8 @@ from rich.table import Table
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_native import decode_range, decoder_path
-from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.binlog.native import decode_range, decoder_path
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 

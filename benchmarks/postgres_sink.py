@@ -29,7 +29,7 @@ import pyarrow as pa
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.postgres import PostgresDialect
+from sparkcdc.sinks.jdbc.postgres import PostgresDialect
 from sparkcdc.testing.postgres import PostgresServer
 
 BATCH = 1000

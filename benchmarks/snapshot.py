@@ -23,7 +23,7 @@ MariaDB whose buffer pool holds it, then measures, side by side:
                        the rest of the run after the first wave's checkpoint: the steady rate of a
                        long snapshot. Each configuration runs three ways: as ``sparkcdc run`` is
                        (``SPARKCDC_SNAPSHOT_IN_DRIVER=auto``: the driver reads the waves itself
-                       while Spark does not pay, spark/wave_runner.py), with every wave on Spark
+                       while Spark does not pay, engine/wave_runner.py), with every wave on Spark
                        (``never``), and on a Spark started before the clock (snapshot_warm.py).
 
 CPU seconds are this side's (the client, this process, or the ``sparkcdc run`` process tree:
@@ -73,14 +73,14 @@ from snapshot_runs import (
 
 from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.tables import TableId
+from sparkcdc.engine.planning import plan_table
 from sparkcdc.mysql.chunk_reader import chunk_read_method
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.mysql.split_reader import SplitReader
 from sparkcdc.sinks.changelog import ChangelogSinkConfig, _snapshot_lines, _snapshot_text
-from sparkcdc.sinks.dialects import MySqlDialect
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
-from sparkcdc.spark.planning import plan_table
+from sparkcdc.sinks.jdbc.dialects import MySqlDialect
 
 
 def build_table(server: Any, rows: int) -> None:

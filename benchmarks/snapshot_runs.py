@@ -59,7 +59,7 @@ def run_pipeline(
 ) -> dict[str, Any]:
     """A ``sparkcdc run`` of the snapshot with its timings, or with ``warm`` the same snapshot by a
     driver whose Spark was started first (snapshot_warm.py), timed from its ``READY``.
-    ``in_driver`` is the run's ``SPARKCDC_SNAPSHOT_IN_DRIVER`` (spark/wave_runner.py)."""
+    ``in_driver`` is the run's ``SPARKCDC_SNAPSHOT_IN_DRIVER`` (engine/wave_runner.py)."""
     state = work / f"state-{name}"
     shutil.rmtree(state, ignore_errors=True)
     manifest = write_manifest(

@@ -3,7 +3,7 @@
 # github.com/go-mysql-org/go-mysql's replication parser), from the Go module proxy with the Go on the
 # machine -- no prebuilt downloads. The binary lands in the cache (hack/cache-dir.sh: default
 # ~/.cache/sparkcdc, never in git) at binlogdec/$VERSION/sparkcdc-binlogdec, where
-# operator/sparkcdc/mysql/binlog_native.py looks; $VERSION is binlogdec/VERSION, which Python reads
+# operator/sparkcdc/mysql/binlog/native.py looks; $VERSION is binlogdec/VERSION, which Python reads
 # too. Go module and build caches in go/ (shared with hack/k8s-bin.sh).
 # Idempotent: a binary built from the same sources is reused without running Go at all. Without Go,
 # it says so and exits 0: catch-up then decodes with python-mysql-replication.

@@ -12,7 +12,7 @@ command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v psql >/dev/null 2>&1 && command -v pg_ctlcluster >/dev/null 2>&1 || need_apt+=(postgresql)
-# PostGIS: a PostgreSQL sink database with the extension gets geometry columns (sinks/postgres.py).
+# PostGIS: a PostgreSQL sink database with the extension gets geometry columns (sinks/jdbc/postgres.py).
 compgen -G "/usr/share/postgresql/*/extension/postgis.control" >/dev/null || need_apt+=(postgresql-15-postgis-3)
 command -v lua5.4 >/dev/null 2>&1 || need_apt+=(lua5.4)
 command -v lua5.1 >/dev/null 2>&1 || need_apt+=(lua5.1)

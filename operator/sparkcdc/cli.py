@@ -32,8 +32,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sparkcdc.api.manifest import ManifestError, load_manifests
+    from sparkcdc.driver.local import run_local
     from sparkcdc.errors import USER_ERRORS
-    from sparkcdc.local import run_local
 
     try:
         manifest = load_manifests(args.files)
@@ -66,7 +66,7 @@ def _cmd_operator(args: argparse.Namespace) -> int:
 
 
 def _cmd_driver(args: argparse.Namespace) -> int:
-    from sparkcdc.controller.driver_main import driver_main
+    from sparkcdc.driver.main import driver_main
 
     return driver_main()
 
@@ -75,8 +75,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sparkcdc.api.manifest import ManifestError, load_manifests
+    from sparkcdc.driver.verify_local import verify_local
     from sparkcdc.errors import USER_ERRORS
-    from sparkcdc.verify.local import verify_local
     from sparkcdc.verify.recheck import RecheckSettings
     from sparkcdc.verify.runner import VerifyOptions
 

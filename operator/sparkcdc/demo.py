@@ -20,9 +20,9 @@ from rich.table import Table
 
 from sparkcdc.api.manifest import load_manifests
 from sparkcdc.demo_data import SHOP_SCHEMA, shop_data_statements
-from sparkcdc.local import runtimes_of
-from sparkcdc.progress import RichProgress
-from sparkcdc.spark.pipeline import PipelineDriver
+from sparkcdc.driver.local import runtimes_of
+from sparkcdc.driver.progress import RichProgress
+from sparkcdc.engine.enumerator import SplitEnumerator
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.testing.mariadb import MariaDBServer, ensure_mariadb_installed
@@ -137,14 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _replicate(
     runtime: object, base: Path, spark: object, server: MariaDBServer, seconds: float, console: Console
 ) -> bool:
-    from sparkcdc.spark.runtime import PipelineRuntime
+    from sparkcdc.engine.runtime import PipelineRuntime
 
     assert isinstance(runtime, PipelineRuntime)
     with RichProgress(console) as display:
-        driver = PipelineDriver(
+        enumerator = SplitEnumerator(
             runtime, FileCheckpointStore(base / "state", runtime.name), spark, display.listener(runtime.name)
         )
-        driver.run_snapshot()
+        enumerator.run_snapshot()
         writer = threading.Thread(target=live_writer, args=(server, seconds, console), daemon=True)
         writer.start()
         finished: list[float] = []
@@ -155,7 +155,7 @@ def _replicate(
             finished.append(finished[0] if finished else time.monotonic())
             return time.monotonic() - finished[0] > 3.0  # let the last changes arrive
 
-        driver.run(exit_when_caught_up=False, should_stop=should_stop)
+        enumerator.run(exit_when_caught_up=False, should_stop=should_stop)
     return compare(server, console)
 
 

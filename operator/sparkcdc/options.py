@@ -3,8 +3,8 @@
 Where a snapshot wave or a catch-up round runs, which binlog decoder and chunk reader are used: these
 choose between paths that give the same result at different cost, so they are not in the
 CdcPipeline spec (except ``spec.snapshot.readInDriver``, which a user tunes per pipeline). They come
-from the environment of the process that composes the engine (``sparkcdc run`` in ``local.py``, the
-driver pod's ``controller/driver_main.py``) through :meth:`EngineOptions.from_environment` and
+from the environment of the process that composes the engine (``sparkcdc run`` in ``driver/local.py``, the
+driver pod's ``driver/main.py``) through :meth:`EngineOptions.from_environment` and
 nowhere else: ``mysql/``, ``spark/`` and ``sinks/`` take them as arguments, so every path a test or a
 benchmark wants is built, not set in a global. ``python -m sparkcdc.options`` prints
 ``docs/configuration.md``.

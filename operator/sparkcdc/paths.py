@@ -2,7 +2,7 @@
 
 ``cache_dir`` is the one cache directory of Python and of the shell scripts (their
 ``sparkcdc_cache_dir`` in ``hack/cache-dir.sh``): the Go decoder the scripts build must land where
-``mysql/binlog_native.py`` looks for it, or catch-up silently decodes in Python, 10–25× slower.
+``mysql/binlog/native.py`` looks for it, or catch-up silently decodes in Python, 10–25× slower.
 ``tests/unit/test_paths.py`` runs both resolutions and compares them.
 """
 

@@ -54,7 +54,7 @@ def test_spark_image_carries_the_go_decoder(images: Images) -> None:
     """The decoder is where the engine's options (from the image's environment) find it, and it runs
     here (it reads its request first)."""
     script = (
-        "from sparkcdc.mysql.binlog_native import decoder_path\n"
+        "from sparkcdc.mysql.binlog.native import decoder_path\n"
         "from sparkcdc.options import EngineOptions\n"
         "options = EngineOptions.from_environment()\n"
         "found = decoder_path(options.binlog_decoder, options.cache_dir); print(found)\n"

@@ -29,7 +29,7 @@ from kubernetes import client
 from harness.mariadb import unique_name
 from harness.source_tables import Writer, create_table
 from sparkcdc.core.checkpoint import decode
-from sparkcdc.state.status_store import read_checkpoint
+from sparkcdc.kube.status_store import read_checkpoint
 from sparkcdc.testing.containers import LIMITS, Images, podman
 from sparkcdc.testing.kube import REPO_ROOT, ControlPlane, ensure_binaries, free_port, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer

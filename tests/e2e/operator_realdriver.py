@@ -18,8 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparkcdc.core.checkpoint import Checkpoint, decode
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.kube.status_store import read_checkpoint
 from sparkcdc.spark.session import LOCAL_JVM_OPTIONS
-from sparkcdc.state.status_store import read_checkpoint
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner

@@ -120,8 +120,8 @@ def test_a_small_snapshot_through_the_operator_never_starts_spark(
     mariadb: MariaDBServer, source: str, node_runner: NodeRunner,
 ) -> None:  # fmt: skip
     # The product's default (readInDriver: auto): the driver reads the waves itself while Spark is
-    # not worth starting (spark/wave_runner.py), and its session is started on first use only
-    # (driver_main.py), so on Kubernetes no executor pod is requested for it.
+    # not worth starting (engine/wave_runner.py), and its session is started on first use only
+    # (driver/main.py), so on Kubernetes no executor pod is requested for it.
     create_driver_account(control_plane, core, namespace, str(mariadb.cdc_password))
     pipelines = Pipelines(control_plane, namespace)
     pipelines.create(pipeline("small", mariadb, source, engine_operator.driver_image, "auto"))

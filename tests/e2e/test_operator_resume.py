@@ -23,8 +23,8 @@ from operator_realdriver import (
 from zombie_driver import ZombieDriver
 
 from harness.source_tables import source_database
-from sparkcdc.controller.driver_main import EXIT_FENCED
 from sparkcdc.core.tables import TableId
+from sparkcdc.driver.main import EXIT_FENCED
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.noderunner import NodeRunner

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from operator_harness import Pipelines, manifest
 
+from sparkcdc.kube.status_store import FencedError, StatusCheckpointStore
 from sparkcdc.state.status_codec import decode_value
-from sparkcdc.state.status_store import FencedError, StatusCheckpointStore
 from sparkcdc.testing.kube import ControlPlane
 
 TRICKY: dict[str, Any] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.mysql.binlog_native import decoder_path, decoder_version
+from sparkcdc.mysql.binlog.native import decoder_path, decoder_version
 from sparkcdc.options import EngineOptions
 from sparkcdc.paths import BINLOGDEC_DIR, cache_dir
 

@@ -309,7 +309,7 @@ class CdcPipelineSpec(ApiModel):
     @model_validator(mode="after")
     def _targets_apart(self) -> CdcPipelineSpec:
         """Two plain source.tables names into one target are refused here already; tables named
-        by patterns are checked by the driver against the source's list (spark/discovery.py)."""
+        by patterns are checked by the driver against the source's list (engine/discovery.py)."""
         named = [
             TableId.parse(entry)
             for entry in self.source.tables

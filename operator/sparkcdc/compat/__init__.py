@@ -11,7 +11,7 @@ than running a patch over code it was not written for. ``tests/unit/compat`` run
 so an upgrade that changes patched code fails the unit tests first.
 
 * ``mysql_replication``: python-mysql-replication's DATE, DATETIME2 and TIME2 binlog decoding
-  (zero dates as MySQL's text, negative TIME2 with a fraction); applied by ``mysql/binlog_reader.py``.
+  (zero dates as MySQL's text, negative TIME2 with a fraction); applied by ``mysql/binlog/reader.py``.
 * ``pyspark_daemon``: the daemon Spark forks its Python workers from, run without Spark's zips on
   ``sys.path``; Spark runs it (``spark.python.daemon.module``, set by ``spark/session.py``).
 

@@ -27,7 +27,6 @@ import kopf
 
 from sparkcdc.api.resource import GROUP, PLURAL, VERSION
 from sparkcdc.controller.builders import LABEL_COMPONENT, LABEL_NAME, LABEL_PIPELINE
-from sparkcdc.controller.client import KubeClient, load_config
 from sparkcdc.controller.metrics import OperatorMetrics
 from sparkcdc.controller.reconciler import Reconciler, utcnow
 from sparkcdc.controller.retain import retain_state
@@ -35,6 +34,7 @@ from sparkcdc.controller.scheduler import Key, Scheduler
 from sparkcdc.controller.settings import OperatorSettings
 from sparkcdc.controller.verify_idle import answer_idle_request
 from sparkcdc.core.reconcile_types import format_time
+from sparkcdc.kube.client import KubeClient, load_config
 
 log = logging.getLogger(__name__)
 PREFIX = "sparkcdc.io"

@@ -24,11 +24,11 @@ from sparkcdc.controller.builders import (
     driver_pod,
     driver_role,
     driver_role_binding,
+    driver_selector,
     driver_service,
     driver_service_account,
     spec_hash,
 )
-from sparkcdc.controller.client import ConflictError, KubeClient, refusal_of
 from sparkcdc.controller.metrics import OperatorMetrics
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.retain import restore_state
@@ -50,6 +50,7 @@ from sparkcdc.core.reconcile_types import (
     format_time,
 )
 from sparkcdc.core.refusal import DRIVER_ACCOUNT_MISSING, Refusal
+from sparkcdc.kube.client import ConflictError, KubeClient, refusal_of
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -148,11 +149,12 @@ class Reconciler:
     def _observe(self, obj: Obj, pipeline: CdcPipeline, now: datetime) -> Observed:
         md = obj["metadata"]
         namespace, name = md["namespace"], md["name"]
+        pods = self.kube.list_pods(namespace, driver_selector(name))
         return Observed(
             pipeline=name,
             generation=int(md.get("generation") or 0),
             spec_hash=spec_hash(pipeline.spec),
-            pods=tuple(driver_pod_view(p, now) for p in self.kube.list_driver_pods(namespace, name)),
+            pods=tuple(driver_pod_view(p, now) for p in pods),
             service_exists=self.kube.service_exists(namespace, driver_service_name(name)),
             deleting=md.get("deletionTimestamp") is not None,
             last_progress_at=self._progress.last_progress(md.get("uid", ""), obj.get("status"), now),

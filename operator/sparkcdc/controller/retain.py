@@ -11,9 +11,9 @@ import json
 import zlib
 from typing import Any
 
-from sparkcdc.controller.builders import LABEL_COMPONENT, LABEL_NAME, LABEL_PIPELINE
-from sparkcdc.controller.client import KubeClient
-from sparkcdc.state.status_store import StatusCheckpointStore, epoch_of, read_checkpoint
+from sparkcdc.controller.builders import LABEL_COMPONENT, LABEL_NAME, LABEL_PIPELINE, driver_selector
+from sparkcdc.kube.client import KubeClient
+from sparkcdc.kube.status_store import StatusCheckpointStore, epoch_of, read_checkpoint
 
 Obj = dict[str, Any]
 DATA_KEY = "checkpoint.json.zz"
@@ -28,7 +28,7 @@ def retain_state(kube: KubeClient, obj: Obj, now: str) -> bool:
     (it could still write a newer checkpoint): call again later."""
     md = obj["metadata"]
     namespace, name = md["namespace"], md["name"]
-    pods = kube.list_driver_pods(namespace, name)
+    pods = kube.list_pods(namespace, driver_selector(name))
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp") is None:
             kube.delete_pod(namespace, pod["metadata"]["name"])

@@ -1,6 +1,6 @@
 """The operator's part in verification, after each reconcile (``verify_status.upkeep``).
 
-Verification runs in the driver pod (``driver_verify``). A ``verifyNonce`` set while the pipeline
+Verification runs in the driver pod (``driver/verify_loop.py``). A ``verifyNonce`` set while the pipeline
 is suspended, Failed or Completed (snapshot-only) would otherwise wait silently: the operator sets
 the ``Verified`` condition to say why nothing runs. The request stays unanswered, so a driver that
 starts later (resume, ``restartNonce``) runs it. An answered request's condition is carried to the
@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from pydantic import ValidationError
 
 from sparkcdc.api.resource import CdcPipeline
-from sparkcdc.controller.client import ConflictError, KubeClient
 from sparkcdc.controller.verify_status import upkeep
+from sparkcdc.kube.client import ConflictError, KubeClient
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ __all__ = ["backoff_seconds", "driver_refused", "reconcile"]
 
 # Event and condition reasons other parts (metrics, docs, Argo CD health) rely on.
 DRIVER_FAILED = "DriverFailed"
-# A driver that refused a source that is not the server of its checkpoint (spark/source_change.py)
+# A driver that refused a source that is not the server of its checkpoint (engine/source_change.py)
 # says so first in its termination message.
 SOURCE_CHANGED = "SourceChanged"
 _SOURCE_CHANGED_MESSAGE = "the source changed:"

@@ -12,7 +12,7 @@
   EVENTS`` (the same search as ``spec.startup.gtidSet``, binlog_search.py).
 
 MariaDB only: MySQL's GTID sets need set arithmetic the stream does not track yet, so a MySQL
-checkpoint moved to another server is refused (spark/source_change.py).
+checkpoint moved to another server is refused (engine/source_change.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pymysql
 
 from sparkcdc.core.offsets import BinlogOffset, binlog_file_index
 from sparkcdc.core.source_identity import SourceIdentity
-from sparkcdc.mysql.binlog_search import _file_state, _iter_events
+from sparkcdc.mysql.binlog.search import _file_state, _iter_events
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.flavor import ServerFlavor
 from sparkcdc.mysql.gtid import GtidScan, parse_gtid_list_info, parse_mariadb_gtid_set, pick_start_file

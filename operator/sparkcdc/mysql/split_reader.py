@@ -30,7 +30,7 @@ from sparkcdc.core.keys import key_of
 from sparkcdc.core.merge import BackfillChanges, collapse_events
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import Key, SnapshotSplit
-from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.chunk_reader import keys_in_range, read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect, source_error
 from sparkcdc.mysql.flavor import ServerFlavor, detect_flavor

@@ -7,6 +7,7 @@ its configuration is a small picklable object and the sink itself is created whe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.table_errors import DataError
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
 
 __all__ = [
@@ -30,6 +32,16 @@ __all__ = [
     "start_fenced",
     "writes_in_driver",
 ]
+
+
+@dataclass(frozen=True)
+class AddedColumn:
+    """A column added at the source. ``default_sql`` is the default as a MySQL expression (a
+    literal such as ``5`` or ``'abc'``, or ``current_timestamp()``), None when it has none."""
+
+    column: Column
+    default_sql: str | None = None
+    after: str | None = None  # the column before it at the source; None: first
 
 
 class SinkError(RuntimeError):

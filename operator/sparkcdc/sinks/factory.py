@@ -7,7 +7,7 @@ from sparkcdc.sinks.base import SinkConfig, SinkError
 from sparkcdc.sinks.changelog import ChangelogSinkConfig
 from sparkcdc.sinks.console import ConsoleSinkConfig
 from sparkcdc.sinks.delta import DeltaSinkConfig
-from sparkcdc.sinks.jdbc import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 
 
 def sink_config(spec: Sink, password: str | None) -> SinkConfig:

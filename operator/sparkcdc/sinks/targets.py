@@ -39,7 +39,7 @@ from sparkcdc.core.transforms import mask_value
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.evolution import AddedColumn
+from sparkcdc.sinks.base import AddedColumn
 
 __all__ = [
     "comparable",

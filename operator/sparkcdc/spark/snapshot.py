@@ -44,7 +44,7 @@ class SplitSummary:
     rows: int
     backfill_events: int
     # Set when the sink refused the split's rows (sinks.base.TableDataError): the split is not
-    # committed and its table stops (spark/table_failures.py).
+    # committed and its table stops (engine/table_failures.py).
     failure: str = ""
 
     def finished_info(self) -> FinishedSplitInfo:

@@ -3,7 +3,7 @@
 Local runs have no Kubernetes epoch, so the directory keeps one: ``<pipeline>.fence.json`` holds
 an owner id (random, made with the file) and the epoch of the last run, which every run raises
 by one under a file lock. Two runs of a pipeline on one directory therefore get different
-epochs, and the sink's fence (sinks/fence.py) stops the older one; a new directory is a new owner.
+epochs, and the sink's fence (sinks/jdbc/fence.py) stops the older one; a new directory is a new owner.
 """
 
 from __future__ import annotations

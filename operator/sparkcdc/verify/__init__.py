@@ -13,6 +13,6 @@
 
 On Kubernetes a new ``spec.verifyNonce`` (with ``spec.verify``) makes the driver pod run
 ``runner.verify_pipeline`` in a background thread while it streams, with ``applied`` = its own
-committed offset (``controller.driver_verify``); the result goes into ``status.verification``
+committed offset (``driver/verify_loop.py``); the result goes into ``status.verification``
 and the ``Verified`` condition (``controller.verify_status``).
 """

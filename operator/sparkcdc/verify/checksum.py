@@ -34,9 +34,9 @@ from sparkcdc.mysql.flavor import ServerFlavor
 from sparkcdc.mysql.queries import current_offset
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.sql import range_predicate, table_name
-from sparkcdc.sinks import sql as sink_sql
 from sparkcdc.sinks.base import SinkConfig, SinkError, writes_in_driver
-from sparkcdc.sinks.jdbc import JdbcSinkConfig
+from sparkcdc.sinks.jdbc import sql as sink_sql
+from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.targets import visible
 from sparkcdc.verify.canonical import HASH_HEX_DIGITS, mysql_row_text, postgres_row_text
 from sparkcdc.verify.sums import ChunkChecksum, RowHashes
@@ -198,7 +198,7 @@ class PostgresSinkChecker:
     """A PostgreSQL sink, its columns typed by ``sinks.postgres.pg_type``."""
 
     def __init__(self, config: JdbcSinkConfig) -> None:
-        from sparkcdc.sinks.postgres import PostgresDialect
+        from sparkcdc.sinks.jdbc.postgres import PostgresDialect
 
         self._dialect = PostgresDialect()
         self._conn = self._dialect.connect(config)
@@ -222,7 +222,7 @@ class PostgresSinkChecker:
 
     def row_hashes(self, schema: TableSchema, split: SnapshotSplit) -> RowHashes:
         """Rows of the range; for a text chunk key the candidates are filtered with ``KeyOrder``."""
-        from sparkcdc.sinks.postgres import candidates_predicate
+        from sparkcdc.sinks.jdbc.postgres import candidates_predicate
 
         text_key = any(c.is_text for c in schema.chunk_key_columns)
         if text_key:

@@ -33,16 +33,16 @@ from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId, select_tables
-from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.engine.discovery import default_server_ids, discover_tables, server_id_range
+from sparkcdc.engine.planning import plan_table
+from sparkcdc.engine.runtime import PipelineRuntime
+from sparkcdc.engine.streaming import live_reader_server_id
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.targets import comparable
-from sparkcdc.spark.discovery import default_server_ids, discover_tables, server_id_range
-from sparkcdc.spark.planning import plan_table
-from sparkcdc.spark.runtime import PipelineRuntime
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
-from sparkcdc.spark.streaming import live_reader_server_id
 from sparkcdc.state.base import StateError
 from sparkcdc.verify.checksum import open_sink_checker
 from sparkcdc.verify.recheck import AppliedOffset, Outcome, RecheckSettings, recheck_chunk

@@ -18,9 +18,9 @@ import time
 from types import FrameType
 
 from sparkcdc.controller.builders import secret_env_name
-from sparkcdc.controller.client import KubeClient, load_config
-from sparkcdc.controller.driver_support import write_termination_message
-from sparkcdc.state.status_store import StatusCheckpointStore
+from sparkcdc.driver.support import write_termination_message
+from sparkcdc.kube.client import KubeClient, load_config
+from sparkcdc.kube.status_store import StatusCheckpointStore
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:

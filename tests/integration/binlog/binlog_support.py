@@ -204,7 +204,7 @@ class Case:
         from rich.console import Console
 
         from sparkcdc.api.manifest import load_manifests
-        from sparkcdc.verify.local import verify_local
+        from sparkcdc.driver.verify_local import verify_local
         from sparkcdc.verify.runner import VerifyOptions
 
         code, reports = verify_local(

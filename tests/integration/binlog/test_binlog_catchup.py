@@ -1,4 +1,4 @@
-"""Parallel catch-up (spark/catchup.py) against the single reader, through ``sparkcdc run``.
+"""Parallel catch-up (engine/catchup.py) against the single reader, through ``sparkcdc run``.
 
 One backlog — inserts, updates, key changes (single and composite keys), deletes, multi-table
 transactions over three tables — is applied from the same start offset by three pipelines: one

@@ -20,10 +20,10 @@ from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.streaming import BinlogStreamer, StreamSettings
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
-from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.streaming import BinlogStreamer, StreamSettings
 from sparkcdc.testing.mariadb import MariaDBServer
 
 # Far above what the phase may take, so a run that needs a heartbeat to finish fails clearly.

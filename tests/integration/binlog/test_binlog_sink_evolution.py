@@ -10,7 +10,7 @@ from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.evolution import AddedColumn
+from sparkcdc.sinks.base import AddedColumn
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer, quote_ident

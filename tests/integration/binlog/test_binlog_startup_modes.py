@@ -29,11 +29,11 @@ from binlog_support import Case, assert_same_rows, new_case
 from harness.mariadb import source_config
 from sparkcdc.api.source import StartupSpec
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.engine.startup import SearchContext, startup_offset
 from sparkcdc.mysql.connection import connect
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import current_offset
-from sparkcdc.spark.startup import SearchContext, startup_offset
 from sparkcdc.testing.mariadb import MariaDBServer
 
 MODES = ["initial", "snapshot_only", "latest", "earliest", "offset_file", "offset_gtid", "timestamp"]

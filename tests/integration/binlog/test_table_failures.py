@@ -1,4 +1,4 @@
-"""One table's failure is that table's (spark/table_failures.py), end to end on real MariaDB and PostgreSQL.
+"""One table's failure is that table's (engine/table_failures.py), end to end on real MariaDB and PostgreSQL.
 
 Three tables into one sink; the target of ``bad`` was narrowed by hand (``v VARCHAR(3)``), so the
 sink refuses its longer values. Whether that happens during the snapshot or, after it, when a long

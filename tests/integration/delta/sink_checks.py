@@ -29,8 +29,8 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import AddedColumn
 from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig, commit_metadata
-from sparkcdc.sinks.evolution import AddedColumn
 from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
 
 

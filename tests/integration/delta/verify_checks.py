@@ -16,11 +16,11 @@ from typing import Any
 from rich.console import Console
 
 from sparkcdc.api.manifest import load_manifests
-from sparkcdc.local import runtimes_of
-from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.pipeline import PipelineDriver
+from sparkcdc.driver.local import runtimes_of
+from sparkcdc.driver.verify_local import verify_local
+from sparkcdc.engine.enumerator import SplitEnumerator
+from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.state.file_store import FileCheckpointStore
-from sparkcdc.verify.local import verify_local
 from sparkcdc.verify.recheck import RecheckSettings
 from sparkcdc.verify.report import ChunkDiff, PipelineReport, TableReport
 from sparkcdc.verify.runner import VerifyOptions
@@ -67,7 +67,7 @@ def verify_checks(request: dict[str, Any], spark: Any) -> None:
     manifest, state, path = Path(request["manifest"]), Path(request["state"]), request["table_path"]
     (runtime,) = runtimes_of(load_manifests([str(manifest)]))
     store = FileCheckpointStore(state, runtime.name)
-    PipelineDriver(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
+    SplitEnumerator(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
 
     code, table = _verify(spark, manifest, state)
     assert code == 0 and table.ok, table

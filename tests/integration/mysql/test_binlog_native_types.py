@@ -1,4 +1,4 @@
-"""The Go catch-up decoder (mysql/binlog_native.py) against python-mysql-replication.
+"""The Go catch-up decoder (mysql/binlog/native.py) against python-mysql-replication.
 
 The same binlog range over the type table of test_mysql_types_roundtrip.py (every type family
 but GEOMETRY, which the Go path leaves to Python; a non-UTC server time zone) is reduced by a
@@ -20,11 +20,11 @@ from harness.mariadb import binlog_offset
 from sparkcdc.core.catchup import CatchupRange
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_native import decode_range, decoder_path, native_eligible
+from sparkcdc.mysql.binlog.native import decode_range, decoder_path, native_eligible
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.zero_dates import keep_zero_dates
-from sparkcdc.spark.catchup import RangeContext, RangeResult, read_range
+from sparkcdc.spark.catchup_tasks import RangeContext, RangeResult, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
 
 

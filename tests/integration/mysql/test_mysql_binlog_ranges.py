@@ -1,4 +1,4 @@
-"""Listing a backlog's transaction boundaries (mysql/binlog_ranges.py) on a real server: in pages,
+"""Listing a backlog's transaction boundaries (mysql/binlog/ranges.py) on a real server: in pages,
 across a binlog rotation, and only up to the first DDL (where a catch-up stretch ends)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.mariadb import binlog_offset
-from sparkcdc.mysql import binlog_ranges
-from sparkcdc.mysql.binlog_ranges import list_boundaries
+from sparkcdc.mysql.binlog import ranges as binlog_ranges
+from sparkcdc.mysql.binlog.ranges import list_boundaries
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.testing.mariadb import MariaDBServer
 

@@ -15,7 +15,7 @@ from harness.mariadb import binlog_offset
 from sparkcdc.core.events import Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import BinlogChangeReader, read_changes
+from sparkcdc.mysql.binlog.reader import BinlogChangeReader, read_changes
 from sparkcdc.mysql.connection import SourceConfig, connect, connection_kwargs
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema, load_table_schema

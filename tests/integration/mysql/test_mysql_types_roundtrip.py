@@ -16,7 +16,7 @@ from harness.mariadb import SERVER_TIME_ZONE, binlog_offset
 from sparkcdc.core.events import Op
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema

@@ -25,7 +25,7 @@ from sparkcdc.core.microbatch import TableChanges, changelog_records
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema

@@ -12,8 +12,8 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.chunk_reader import read_chunk
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
-from sparkcdc.sinks.dialects import MySqlDialect
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.dialects import MySqlDialect
 from sparkcdc.testing.mariadb import MariaDBServer
 
 

@@ -21,7 +21,7 @@ from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
-from sparkcdc.sinks.postgres import PostgresDialect
+from sparkcdc.sinks.jdbc.postgres import PostgresDialect
 from sparkcdc.testing.postgres import PostgresServer
 
 UTC = dt.timezone.utc

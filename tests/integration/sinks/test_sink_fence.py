@@ -23,9 +23,9 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import start_fenced
-from sparkcdc.sinks.dialects import dialect_for
-from sparkcdc.sinks.fence import FENCE_TABLE, SinkFencedError, claim_fence, fenced_message
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
+from sparkcdc.sinks.jdbc.dialects import dialect_for
+from sparkcdc.sinks.jdbc.fence import FENCE_TABLE, SinkFencedError, claim_fence, fenced_message
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.testing.kube import wait_until
 from sparkcdc.testing.mariadb import MariaDBServer

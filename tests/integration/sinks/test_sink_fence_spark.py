@@ -14,8 +14,8 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.sinks.base import start_fenced
-from sparkcdc.sinks.fence import fenced_message
 from sparkcdc.sinks.jdbc import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.fence import fenced_message
 from sparkcdc.spark.snapshot import WaveContext, plan_tasks, run_wave
 from sparkcdc.testing.mariadb import MariaDBServer
 

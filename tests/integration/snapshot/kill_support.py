@@ -23,7 +23,7 @@ from snapshot_support import Row, Scenario, assert_same_rows
 from harness.runner import SparkcdcProcess, checkpoint_path
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.splits import SnapshotSplit
-from sparkcdc.sinks.sql import range_predicate
+from sparkcdc.sinks.jdbc.sql import range_predicate
 
 # table name -> its split-key columns
 Keys = Mapping[str, Sequence[str]]

@@ -209,7 +209,7 @@ def _unfinished(checkpoint: Checkpoint | None, count: int) -> list[SnapshotSplit
 def test_writes_during_snapshot_each_split_exact_at_its_high_watermark(
     scenario: Scenario, where: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Waves as Spark tasks, or on the driver's threads (as before Spark is up, spark/wave_runner.py).
+    # Waves as Spark tasks, or on the driver's threads (as before Spark is up, engine/wave_runner.py).
     monkeypatch.setenv(IN_DRIVER_ENV, "never" if where == "spark" else "always")
     db = scenario.db
     scenario.execute(

@@ -63,7 +63,7 @@ def _create_tables(scenario: Scenario, scale: int) -> None:
 
 @pytest.mark.parametrize("where", ["spark", "driver"])
 def test_kills_at_many_moments(scenario: Scenario, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Waves as Spark tasks, or on the driver's threads (as before Spark is up, spark/wave_runner.py).
+    # Waves as Spark tasks, or on the driver's threads (as before Spark is up, engine/wave_runner.py).
     monkeypatch.setenv(IN_DRIVER_ENV, "never" if where == "spark" else "always")
     # Without a JVM the runs are several times faster: more rows keep the moments inside them.
     _create_tables(scenario, 1 if where == "spark" else 5)

@@ -29,11 +29,11 @@ from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import Key, SnapshotSplit
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog_reader import read_changes
+from sparkcdc.engine.planning import plan_table
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.split_reader import SplitReader, SplitReadResult, read_split
-from sparkcdc.spark.planning import plan_table
 from sparkcdc.testing.mariadb import MariaDBServer
 
 pytestmark = pytest.mark.integration

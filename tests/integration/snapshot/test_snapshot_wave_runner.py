@@ -1,4 +1,4 @@
-"""Where snapshot waves run (spark/wave_runner.py), on real MariaDB and a real local Spark session.
+"""Where snapshot waves run (engine/wave_runner.py), on real MariaDB and a real local Spark session.
 
 With ``auto`` the driver reads the first wave on its own threads, starts Spark when the splits
 left are worth it (here: always, ``SPARKCDC_SPARK_WORTH_SECONDS=0``), and hands the next wave to
@@ -21,15 +21,15 @@ from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.core.waves import SPARK_WORTH_SECONDS
+from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.planning import plan_table
+from sparkcdc.engine.wave_runner import WaveRunner
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV, EngineOptions, InDriver, OptionsError
 from sparkcdc.sinks.changelog import ChangelogSinkConfig
 from sparkcdc.spark.lazy_session import LazySession
-from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.planning import plan_table
 from sparkcdc.spark.snapshot import SplitSummary, WaveContext, plan_tasks
-from sparkcdc.spark.wave_runner import WaveRunner
 from sparkcdc.testing.mariadb import MariaDBServer
 
 pytestmark = pytest.mark.integration

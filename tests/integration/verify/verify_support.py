@@ -18,13 +18,13 @@ import yaml
 from rich.console import Console
 
 from sparkcdc.api.manifest import load_manifests
-from sparkcdc.local import runtimes_of
-from sparkcdc.spark.listener import PipelineListener
-from sparkcdc.spark.pipeline import PipelineDriver
+from sparkcdc.driver.local import runtimes_of
+from sparkcdc.driver.verify_local import verify_local
+from sparkcdc.engine.enumerator import SplitEnumerator
+from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer
-from sparkcdc.verify.local import verify_local
 from sparkcdc.verify.recheck import RecheckSettings
 from sparkcdc.verify.report import ChunkDiff, PipelineReport, TableReport
 from sparkcdc.verify.runner import VerifyOptions
@@ -110,7 +110,7 @@ class Replica:
         to the position where the snapshot ended (``--exit-when-caught-up``)."""
         (runtime,) = runtimes_of(load_manifests([str(manifest)]))
         store = FileCheckpointStore(self.state_dir, runtime.name)
-        PipelineDriver(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
+        SplitEnumerator(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
 
     def verify(
         self, spark: Any, manifest: Path, *, repair: bool = False, wait_seconds: float = 60.0

@@ -31,7 +31,7 @@ def test_the_patch_checks_the_pin_of_pyproject() -> None:
 
 
 def test_the_binlog_reader_applies_the_patch() -> None:
-    import sparkcdc.mysql.binlog_reader  # noqa: F401  (applies it at import)
+    import sparkcdc.mysql.binlog.reader  # noqa: F401  (applies it at import)
 
     for name, replacement in mysql_replication._REPLACEMENTS.items():
         assert vars(RowsEvent)[name] is replacement

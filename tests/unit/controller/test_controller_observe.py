@@ -11,12 +11,12 @@ import pytest
 from kubernetes.config import kube_config
 from reconcile_fixtures import NOW
 
-from sparkcdc.controller import client as client_module
-from sparkcdc.controller.client import load_config
 from sparkcdc.controller.handlers import connection_info
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.scheduler import Scheduler
 from sparkcdc.controller.settings import parse_settings
+from sparkcdc.kube import client as client_module
+from sparkcdc.kube.client import load_config
 
 
 def test_failed_pod_view() -> None:

@@ -22,10 +22,10 @@ from reconcile_fixtures import (
 )
 
 from sparkcdc.api import CdcPipelineStatus
-from sparkcdc.controller.client import refusal_of
 from sparkcdc.core.reconcile import driver_refused, reconcile
 from sparkcdc.core.reconcile_types import CreatePod, Event, PatchStatus, Requeue
 from sparkcdc.core.refusal import DRIVER_ACCOUNT_MISSING, Refusal, classify
+from sparkcdc.kube.client import refusal_of
 
 QUOTA = Refusal(
     403,

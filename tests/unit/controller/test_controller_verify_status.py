@@ -12,7 +12,6 @@ from reconcile_fixtures import make_status, pipeline
 from sparkcdc.api import CdcPipelineStatus
 from sparkcdc.api.verify import MAX_LISTED_CHUNKS, VerificationStatus, VerifySpec
 from sparkcdc.controller.builders import spec_hash
-from sparkcdc.controller.driver_verify import EVENT_REASONS, AppliedTracker, verify_options
 from sparkcdc.controller.verify_status import (
     failed_document,
     idle_condition,
@@ -27,6 +26,7 @@ from sparkcdc.core.checkpoint import Checkpoint, encode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
+from sparkcdc.driver.verify_loop import EVENT_REASONS, AppliedTracker, verify_options
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.verify.checksum import ChunkChecksum
 from sparkcdc.verify.report import ChunkDiff, PipelineReport, TableReport

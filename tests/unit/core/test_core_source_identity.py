@@ -9,8 +9,8 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.source_identity import SourceIdentity, checkpoint_offsets, offsets_without_gtid, rebase
 from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog.stream import _GtidPosition
 from sparkcdc.mysql.failover import missing_transactions, same_gtid_position
-from sparkcdc.mysql.stream_reader import _GtidPosition
 
 T = TableId("shop", "orders")
 OLD = SourceIdentity(1, gtid_domain_id=0, flavor="MariaDB 10.11.6", address="db-a:3306")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sparkcdc.core.table_errors import classify, redact
-from sparkcdc.spark.table_failures import without_tables
+from sparkcdc.engine.table_failures import without_tables
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Commit and DDL boundaries from ``SHOW BINLOG EVENTS`` rows (mysql/binlog_ranges.py)."""
+"""Commit and DDL boundaries from ``SHOW BINLOG EVENTS`` rows (mysql/binlog/ranges.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from sparkcdc.core.catchup import Boundary
 from sparkcdc.core.offsets import BinlogOffset
-from sparkcdc.mysql.binlog_ranges import boundary_of
+from sparkcdc.mysql.binlog.ranges import boundary_of
 
 pytestmark = pytest.mark.unit
 

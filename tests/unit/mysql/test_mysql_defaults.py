@@ -8,7 +8,7 @@ import pytest
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column, default_sql
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.dialects import dialect_for
+from sparkcdc.sinks.jdbc.dialects import dialect_for
 
 pytestmark = pytest.mark.unit
 

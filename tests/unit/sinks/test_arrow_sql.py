@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pymysql.constants import SERVER_STATUS
 from test_changelog_render import _table
 
-from sparkcdc.sinks.arrow_sql import insert_statements, sql_literals
+from sparkcdc.sinks.jdbc.arrow_sql import insert_statements, sql_literals
 
 
 class FakeConnection:

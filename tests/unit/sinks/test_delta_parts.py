@@ -20,7 +20,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import SinkError, writes_in_driver
+from sparkcdc.sinks.base import AddedColumn, SinkError, writes_in_driver
 from sparkcdc.sinks.delta import DeltaSinkConfig, commit_metadata, txn_version
 from sparkcdc.sinks.delta.ledger import Ledger as _Ledger
 from sparkcdc.sinks.delta.merge import changes_table as _changes_table
@@ -28,7 +28,6 @@ from sparkcdc.sinks.delta.merge import merge_condition as _merge_condition
 from sparkcdc.sinks.delta.snapshot import keys_sql as _keys_sql
 from sparkcdc.sinks.delta.snapshot import ranges_sql as _ranges_sql
 from sparkcdc.sinks.delta.tables import default_value as _default_value
-from sparkcdc.sinks.evolution import AddedColumn
 from sparkcdc.sinks.factory import sink_config
 from sparkcdc.sinks.spark_types import (
     from_spark_arrow,

@@ -8,7 +8,7 @@ import pytest
 
 from sparkcdc.core.keys import KeyOrder
 from sparkcdc.mysql.columns import Column
-from sparkcdc.sinks.postgres import StringRank, pg_type
+from sparkcdc.sinks.jdbc.postgres import StringRank, pg_type
 
 COLLATIONS = [
     "utf8mb4_general_ci",

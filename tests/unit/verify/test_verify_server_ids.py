@@ -8,9 +8,9 @@ import pytest
 from pydantic import SecretStr
 
 from sparkcdc.api.manifest import load_manifests
-from sparkcdc.spark.discovery import server_id_range
-from sparkcdc.spark.runtime import PipelineRuntime, build_runtime
-from sparkcdc.spark.streaming import live_reader_server_id
+from sparkcdc.engine.discovery import server_id_range
+from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
+from sparkcdc.engine.streaming import live_reader_server_id
 from sparkcdc.verify.runner import repair_server_ids
 
 pytestmark = pytest.mark.unit

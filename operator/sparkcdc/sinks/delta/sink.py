@@ -19,13 +19,12 @@ import pyarrow as pa
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import FrameSink, SinkError, TableChanges
+from sparkcdc.sinks.base import AddedColumn, FrameSink, SinkError, TableChanges
 from sparkcdc.sinks.delta import tables
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.merge import merge_batch
 from sparkcdc.sinks.delta.session import driver_session, failing
 from sparkcdc.sinks.delta.snapshot import write_wave
-from sparkcdc.sinks.evolution import AddedColumn
 
 __all__ = ["DeltaSink"]
 
@@ -55,7 +54,7 @@ class DeltaSink(FrameSink):
     def evolve_table(
         self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
     ) -> list[str]:
-        """Follow a source ADD/DROP COLUMN (spark/schema_changes.py; tables.evolve_table)."""
+        """Follow a source ADD/DROP COLUMN (engine/schema_changes.py; tables.evolve_table)."""
         path = self._config.table_path(schema)
         with failing(f"following a schema change of {schema.table}", path):
             done, columns = tables.evolve_table(self._spark, self._config, schema, added, dropped)

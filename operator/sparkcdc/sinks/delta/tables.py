@@ -25,9 +25,8 @@ from typing import Any
 
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import canonical_value
-from sparkcdc.sinks.base import SinkError
+from sparkcdc.sinks.base import AddedColumn, SinkError
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, metadata
-from sparkcdc.sinks.evolution import AddedColumn
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_literal
 
 __all__ = ["default_value", "ensure_columns", "evolve_table", "prepare_table", "table_columns"]

@@ -1,0 +1,139 @@
+"""``sparkcdc run``: pipelines from manifest files on a local Spark, checkpoints in a directory."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.api.manifest import Manifest
+from sparkcdc.core.fence import pipeline_key
+from sparkcdc.driver.progress import RichProgress
+from sparkcdc.engine.enumerator import SplitEnumerator
+from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
+from sparkcdc.engine.table_failures import failed_tables
+from sparkcdc.options import EngineOptions
+from sparkcdc.sinks.base import writes_in_driver
+from sparkcdc.spark.lazy_session import LazySession
+from sparkcdc.spark.session import create_context, create_session, delta_conf, local_master
+from sparkcdc.state.file_store import FileCheckpointStore
+
+log = logging.getLogger(__name__)
+
+# The run ended (caught up, stopped or snapshot-only done) with tables stopped while the others
+# went on (engine/table_failures.py, unsupported DDL, vanished tables): docs/operations.md.
+TABLES_FAILED = 4
+
+
+def runtimes_of(manifest: Manifest, options: EngineOptions | None = None) -> list[PipelineRuntime]:
+    """The manifest's pipelines with secrets resolved and the engine's options (default: from
+    this process's environment: ``sparkcdc run`` is a composition root)."""
+    options = EngineOptions.from_environment() if options is None else options
+    out = []
+    for loaded in manifest.pipelines:
+        namespace = loaded.pipeline.metadata.namespace
+
+        def resolve(ref, path, _ns=namespace):  # type: ignore[no-untyped-def]
+            return manifest.resolve_secret(ref, path, namespace=_ns)
+
+        out.append(build_runtime(loaded.pipeline, resolve, options))
+    return out
+
+
+def sink_spark_conf(runtimes: Sequence[PipelineRuntime], parallelism: int) -> dict[str, str]:
+    """Session settings the pipelines' sinks need: Delta's jars and extension for a delta sink."""
+    if any(writes_in_driver(r.sink) for r in runtimes):
+        return delta_conf(snapshot_partitions=parallelism)
+    return {}
+
+
+def run_local(
+    manifest: Manifest,
+    state_dir: Path,
+    *,
+    exit_when_caught_up: bool,
+    options: EngineOptions | None = None,
+) -> int:
+    """Run every pipeline of ``manifest`` side by side; returns the process exit code.
+    ``options``: the engine's switches (default: from the environment)."""
+    runtimes = runtimes_of(manifest, options)
+    parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
+    conf = sink_spark_conf(runtimes, parallelism)
+    master = local_master(parallelism)
+    spark: Any
+    if conf:  # sinks that write from the driver find the session themselves: start it now
+        spark = LazySession(lambda: create_session("sparkcdc-local", master, conf))
+        spark.get()
+    else:  # only RDD jobs: the context alone, started when a snapshot needs it (pipeline.py)
+        spark = LazySession(lambda: create_context("sparkcdc-local", master))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    failed: list[str] = []  # "pipeline: message" of every failed table
+    try:
+        with RichProgress() as display:
+            threads = [
+                threading.Thread(
+                    target=_run_guarded,
+                    args=(r, state_dir, spark, display, exit_when_caught_up, stop, errors, failed),
+                    name=f"pipeline-{r.name}",
+                    daemon=True,
+                )
+                for r in runtimes
+            ]
+            for thread in threads:
+                thread.start()
+            try:
+                while any(t.is_alive() for t in threads):
+                    for thread in threads:
+                        thread.join(timeout=0.5)
+            except KeyboardInterrupt:
+                stop.set()
+                for thread in threads:
+                    thread.join(timeout=30)
+                raise
+    finally:
+        spark.stop()
+    if errors:
+        raise errors[0]
+    for line in failed:
+        print(f"sparkcdc: {line}", file=sys.stderr)
+    return TABLES_FAILED if failed else 0
+
+
+def _run_guarded(
+    runtime: PipelineRuntime,
+    state_dir: Path,
+    spark: object,
+    display: RichProgress,
+    exit_when_caught_up: bool,
+    stop: threading.Event,
+    errors: list[BaseException],
+    failed: list[str],
+) -> None:
+    listener = display.listener(runtime.name)
+    listener.message(f"source {runtime.source.address} → sink {runtime.sink.describe()}")
+    store = FileCheckpointStore(state_dir, runtime.name)
+    try:
+        # Each run is a new epoch of the pipeline: an older run still writing is fenced off.
+        key = pipeline_key(runtime.pipeline.metadata.namespace, runtime.name)
+        enumerator = SplitEnumerator(runtime, store, spark, listener, fence=lambda: store.next_fence(key))
+        enumerator.run(exit_when_caught_up=exit_when_caught_up, should_stop=stop.is_set)
+        listener.message("caught up" if exit_when_caught_up else "stopped")
+        for table, error in sorted(failed_tables(enumerator.load_checkpoint()).items()):
+            failed.append(f"pipeline {runtime.name}: {error or f'table {table} failed'}")
+    except BaseException as err:
+        errors.append(err)
+        stop.set()
+
+
+def format_failure(err: BaseException) -> str:
+    return f"sparkcdc: {err}"
+
+
+def pipelines_named(manifest: Manifest, names: Sequence[str]) -> Manifest:
+    if not names:
+        return manifest
+    return Manifest([p for p in manifest.pipelines if p.name in names], manifest.secrets)

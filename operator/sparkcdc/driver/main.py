@@ -1,0 +1,210 @@
+"""``sparkcdc driver``: the driver pod's entry point.
+
+Reads its CdcPipeline, resolves secrets from the env vars the pod builder mapped them to, and runs
+the pipeline on Spark with the checkpoint in ``status.checkpoint``, fenced by ``$SPARKCDC_EPOCH``.
+Meanwhile a background thread answers ``spec.verifyNonce`` (``driver/verify_loop.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping, MutableMapping
+from dataclasses import replace
+from types import FrameType
+
+from sparkcdc.api.resource import CdcPipeline
+from sparkcdc.controller.builders import (
+    DEFAULT_SPARK_MASTER,
+    DRIVER_METRICS_PORT,
+    ENV_DRIVER_METRICS_PORT,
+    ENV_EPOCH,
+    ENV_PIPELINE_NAME,
+    ENV_PIPELINE_NAMESPACE,
+    ENV_SPARK_MASTER,
+)
+from sparkcdc.controller.spark_pods import (
+    EXECUTOR_TEMPLATE_PATH,
+    driver_spark_conf,
+    executor_pod_template,
+    in_cluster_master,
+    runs_executors,
+)
+from sparkcdc.core.checkpoint import decode
+from sparkcdc.core.fence import Fence, FencedError, pipeline_key
+from sparkcdc.driver.reporting import (
+    DriverMetrics,
+    DriverProgress,
+    MeasuredSinkConfig,
+)
+from sparkcdc.driver.support import (
+    apply_resnapshot,
+    env_secrets,
+    with_assigned_server_ids,
+    write_termination_message,
+)
+from sparkcdc.driver.verify_loop import AppliedTracker, DriverVerifier
+from sparkcdc.engine.enumerator import SplitEnumerator
+from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
+from sparkcdc.errors import USER_ERRORS
+from sparkcdc.kube.client import KubeClient, load_config
+from sparkcdc.kube.status_store import StatusCheckpointStore
+from sparkcdc.options import EngineOptions
+from sparkcdc.sinks.base import start_fenced, writes_in_driver
+from sparkcdc.sinks.jdbc.fence import fenced_message
+from sparkcdc.spark.lazy_session import LazySession
+from sparkcdc.spark.session import create_session, delta_conf, merge_conf
+
+log = logging.getLogger("sparkcdc.driver")
+EXIT_FAILED, EXIT_USER_ERROR, EXIT_FENCED = 1, 2, 3
+ENV_VERIFY_POLL_SECONDS = "SPARKCDC_VERIFY_POLL_SECONDS"
+DEFAULT_VERIFY_POLL_SECONDS = 2.0
+
+
+def run_pipeline(enumerator: SplitEnumerator) -> None:
+    """The engine's phases in order: the one place the driver pod runs them."""
+    enumerator.run(exit_when_caught_up=False)
+
+
+def driver_main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Pod deletion sends SIGTERM: unwind through the finally blocks so the last checkpoint is flushed
+    # (the epoch is still ours until the pod is gone).
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        _run()
+    except FencedError as err:
+        log.warning("%s", err)
+        write_termination_message(f"fenced: {err}")
+        return EXIT_FENCED
+    except USER_ERRORS as err:
+        log.error("%s", err)
+        write_termination_message(str(err))
+        return EXIT_USER_ERROR
+    except Exception as err:
+        if (fenced := fenced_message(err)) is not None:  # a Spark task's refused sink write
+            log.warning("%s", fenced)
+            write_termination_message(f"fenced: {fenced}")
+            return EXIT_FENCED
+        log.exception("the driver failed")
+        write_termination_message(f"{type(err).__name__}: {err}")
+        return EXIT_FAILED
+    write_termination_message("finished")
+    return 0
+
+
+def _run() -> None:
+    env = os.environ
+    _check_local_dirs(env)
+    namespace, name = env[ENV_PIPELINE_NAMESPACE], env[ENV_PIPELINE_NAME]
+    epoch = int(env[ENV_EPOCH])
+    master = in_cluster_master(env.get(ENV_SPARK_MASTER) or DEFAULT_SPARK_MASTER, env)
+    kube = KubeClient.from_config(load_config())
+    obj = kube.get_pipeline(namespace, name)
+    if obj is None:
+        raise RuntimeError(f"CdcPipeline {namespace}/{name} does not exist (deleted?)")
+    pipeline = with_assigned_server_ids(CdcPipeline.from_k8s(obj))
+    if runs_executors(master):
+        write_executor_template(pipeline, master)
+    log.info("driver of %s/%s, epoch %d, Spark master %s", namespace, name, epoch, master)
+    metrics = DriverMetrics()
+    metrics.epoch.set(epoch)
+    port = metrics_port(env)
+    if port:
+        metrics.serve(port)
+    store = StatusCheckpointStore(kube.api, namespace, name, epoch)
+    try:
+        plain = build_runtime(pipeline, env_secrets(env), EngineOptions.from_environment(env))
+        apply_resnapshot(store, pipeline)
+        progress = resumed_progress(store, metrics)
+        fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)
+        plain = replace(plain, sink=start_fenced(plain.sink, fence))  # claims the sink's fence
+        runtime = replace(plain, sink=MeasuredSinkConfig(plain.sink, progress))
+        conf = spark_conf(runtime, master, env)
+        # Started on first use: a pipeline past its snapshot streams without Spark, and a small
+        # snapshot is read by the driver alone (engine/wave_runner.py); on Kubernetes a started
+        # session holds its executor pods for the pipeline's life. A sink that writes with Spark
+        # from the driver (Delta) needs it at once.
+        spark = LazySession(lambda: create_session(f"sparkcdc-{namespace}-{name}", master, conf))
+        if writes_in_driver(runtime.sink):
+            spark.get()
+        tracker = AppliedTracker(store)
+        # Verification reads the sink itself: the plain runtime, not the measured one.
+        poll = verify_poll_seconds(env)
+        verifier = DriverVerifier(kube, store, tracker, plain, spark, obj, poll_seconds=poll)
+        verifier.start()
+        try:
+            # Waves the driver reads itself run on its own cores (a local master is this pod).
+            threads = None if master.startswith("local") else pipeline.spec.spark.driver.cores
+            run_pipeline(SplitEnumerator(runtime, tracker, spark, progress, driver_threads=threads))
+            verifier.finish()  # only a snapshot-only pipeline gets here
+        finally:
+            verifier.stop()
+            spark.stop()
+    finally:
+        store.close()
+
+
+def write_executor_template(pipeline: CdcPipeline, master: str) -> None:
+    """The executor pod template Spark reads (``spark.kubernetes.executor.podTemplateFile``)."""
+    with open(EXECUTOR_TEMPLATE_PATH, "w") as out:
+        json.dump(executor_pod_template(pipeline, master), out)
+
+
+def spark_conf(runtime: PipelineRuntime, master: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The driver's Spark settings, with Delta's for a sink that writes from the driver."""
+    conf = driver_spark_conf(runtime.pipeline, master, env)
+    if writes_in_driver(runtime.sink):
+        partitions = runtime.pipeline.spec.snapshot.parallelism
+        conf = merge_conf(delta_conf(snapshot_partitions=partitions), conf)
+    return conf
+
+
+def metrics_port(env: Mapping[str, str]) -> int:
+    """``$SPARKCDC_DRIVER_METRICS_PORT`` (default 8090); 0 serves no metrics."""
+    text = env.get(ENV_DRIVER_METRICS_PORT, "").strip()
+    try:
+        return int(text) if text else DRIVER_METRICS_PORT
+    except ValueError:
+        log.warning("$%s=%r is not a port; serving no metrics", ENV_DRIVER_METRICS_PORT, text)
+        return 0
+
+
+def verify_poll_seconds(env: Mapping[str, str]) -> float:
+    """``$SPARKCDC_VERIFY_POLL_SECONDS``: how often the driver looks for a new verifyNonce."""
+    text = env.get(ENV_VERIFY_POLL_SECONDS, "").strip()
+    try:
+        return max(0.1, float(text)) if text else DEFAULT_VERIFY_POLL_SECONDS
+    except ValueError:
+        log.warning("$%s=%r is not a number of seconds", ENV_VERIFY_POLL_SECONDS, text)
+        return DEFAULT_VERIFY_POLL_SECONDS
+
+
+def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> DriverProgress:
+    """The progress listener, its counters continued from the checkpoint and the last progress."""
+    document = store.load()
+    previous = store.last_status().get("progress") or {}
+    return DriverProgress(
+        store.update_progress,
+        metrics,
+        checkpoint=None if document is None else decode(document),
+        events_applied=int(previous.get("eventsApplied") or 0),
+    )
+
+
+def _check_local_dirs(env: MutableMapping[str, str]) -> None:
+    """Spark's scratch space is an emptyDir in a pod; where it cannot be created (a test node runs
+    the pod as a plain process) Spark falls back to the temp directory."""
+    local = env.get("SPARK_LOCAL_DIRS")
+    if local:
+        try:
+            os.makedirs(local, exist_ok=True)
+        except OSError:
+            del env["SPARK_LOCAL_DIRS"]
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)

@@ -1,0 +1,295 @@
+"""Verification in the driver pod: ``spec.verifyNonce`` answered while the pipeline streams on.
+
+:class:`DriverVerifier` is a background thread of ``sparkcdc driver``. It polls the object's
+``metadata.generation`` (a metadata-only read, so polling stays cheap with big checkpoints in
+status) and reads the whole object only when the spec changed. A ``verifyNonce`` it has not
+answered starts ``verify.runner.verify_pipeline`` on a session of its own (the same Spark
+context, its own SQL settings, its jobs in their own job group) with ``applied`` = the binlog
+offset this driver has checkpointed, i.e. committed to the sink (:class:`AppliedTracker`).
+
+The run's document goes into ``status.verification`` together with the ``Verified`` condition,
+through the fenced status store (a driver whose epoch was superseded cannot write it), and an
+Event says how it ended. A request that arrives during the snapshot waits for its end
+(``WaitingForSnapshot``). A driver stopped in the middle of a run leaves the request unanswered
+(no ``finishedAt``), so the next driver runs it again; a snapshot-only driver answers a request
+pending when its snapshot ends before it exits (:meth:`DriverVerifier.finish`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from sparkcdc.api.resource import GROUP, PLURAL, VERSION, CdcPipeline
+from sparkcdc.api.verify import VerifySpec
+from sparkcdc.controller.verify_status import (
+    WAITING_FOR_SNAPSHOT,
+    ConditionState,
+    failed_document,
+    report_document,
+    running_document,
+    verified_condition,
+    with_condition,
+)
+from sparkcdc.core.checkpoint import Checkpoint, decode
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.driver.verify_local import applied_offset
+from sparkcdc.engine.runtime import PipelineRuntime
+from sparkcdc.errors import USER_ERRORS
+from sparkcdc.kube.client import KubeClient
+from sparkcdc.kube.status_store import FencedError, StatusCheckpointStore
+from sparkcdc.state.base import CheckpointStore
+from sparkcdc.verify.recheck import RecheckSettings
+from sparkcdc.verify.runner import VerifyListener, VerifyOptions, verify_pipeline
+
+__all__ = ["EVENT_REASONS", "AppliedTracker", "DriverVerifier", "verify_options"]
+
+log = logging.getLogger("sparkcdc.driver.verify")
+Obj = dict[str, Any]
+JOB_GROUP = "sparkcdc-verify"
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+# Condition reason -> (event type, event reason).
+EVENT_REASONS = {
+    "Matched": ("Normal", "Verified"),
+    "Repaired": ("Normal", "Verified"),
+    "Differs": ("Warning", "VerificationDiffers"),
+    "Unsettled": ("Warning", "VerificationUnsettled"),
+    "Failed": ("Warning", "VerificationFailed"),
+}
+
+
+def now_text() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def verify_options(spec: VerifySpec) -> VerifyOptions:
+    return VerifyOptions(
+        tables=tuple(spec.tables),
+        repair=spec.repair,
+        chunk_size=spec.chunk_size,
+        recheck=RecheckSettings(wait_seconds=float(spec.wait_seconds)),
+    )
+
+
+class AppliedTracker:
+    """The pipeline's checkpoint store, remembering the newest document loaded or saved.
+
+    Checkpoints are saved after the sink commit (architecture §3 rule 6), so the newest one says how far
+    the sink holds the source: what a re-check waits for."""
+
+    def __init__(self, inner: CheckpointStore) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self._document: Obj | None = None
+        self._seen = False
+        self._decoded: tuple[Obj, Checkpoint] | None = None
+
+    def load(self) -> Obj | None:
+        document = self._inner.load()
+        self._remember(document)
+        return document
+
+    def save(self, document: Obj) -> None:
+        self._inner.save(document)
+        self._remember(document)
+
+    def _remember(self, document: Obj | None) -> None:
+        with self._lock:
+            self._document, self._seen = document, True
+
+    @property
+    def seen(self) -> bool:
+        """Whether the pipeline has loaded its checkpoint yet (before that nothing is known)."""
+        return self._seen
+
+    def checkpoint(self) -> Checkpoint | None:
+        with self._lock:
+            document, decoded = self._document, self._decoded
+        if document is None:
+            return None
+        if decoded is not None and decoded[0] is document:
+            return decoded[1]
+        checkpoint = decode(document)
+        with self._lock:
+            self._decoded = (document, checkpoint)
+        return checkpoint
+
+    def applied(self) -> BinlogOffset | None:
+        return applied_offset(self.checkpoint())
+
+
+class _LogListener(VerifyListener):
+    def message(self, text: str) -> None:
+        log.info("verify: %s", text)
+
+    def planned(self, chunks: Mapping[TableId, int]) -> None:
+        log.info("verify: %s", ", ".join(f"{t}: {n} chunk(s)" for t, n in chunks.items()))
+
+
+class DriverVerifier:
+    """Answers ``spec.verifyNonce`` from a background thread of the driver (module docstring)."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        store: StatusCheckpointStore,
+        tracker: AppliedTracker,
+        runtime: PipelineRuntime,
+        spark: Any,
+        first: Obj,
+        *,
+        poll_seconds: float = 2.0,
+        clock: Callable[[], str] = now_text,
+    ) -> None:
+        self._kube, self._store, self._tracker, self._runtime = kube, store, tracker, runtime
+        self._spark = spark
+        self._session: Any = None
+        self._poll, self._clock = poll_seconds, clock
+        md = first["metadata"]
+        self._namespace, self._name = md["namespace"], md["name"]
+        self._obj, self._generation = first, md.get("generation")
+        done = (first.get("status") or {}).get("verification") or {}
+        self._answered = done.get("nonce") if done.get("finishedAt") else None
+        self._said: tuple[str, str] | None = None  # (nonce, reason) of the last waiting condition
+        self._stop = threading.Event()  # no more polls
+        self._cancelled = threading.Event()  # the driver is going: drop a run midway
+        self._thread = threading.Thread(target=self._loop, name="sparkcdc-verify", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def finish(self) -> None:
+        """The pipeline ended by itself (snapshot-only): no driver runs after this one, so a
+        request pending now is answered before the driver exits."""
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.step()
+        except FencedError:
+            raise
+        except Exception:  # the request stays unanswered; the operator's condition says why
+            log.exception("answering verifyNonce before the driver exits failed")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop polling and cancel a run's Spark jobs (the next driver runs it again)."""
+        self._stop.set()
+        self._cancelled.set()
+        if self._session is not None:
+            try:
+                self._spark.sparkContext.cancelJobGroup(JOB_GROUP)
+            except Exception as err:  # the context may be stopping already
+                log.debug("cancelling the verification jobs: %s", err)
+        self._thread.join(timeout)
+
+    # -- the loop --------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.step()
+            except FencedError as err:  # the main thread meets it too, and exits
+                log.warning("verification stops: %s", err)
+                return
+            except Exception:  # an unreachable API server: try again at the next poll
+                log.exception("checking for verification requests failed")
+            self._stop.wait(self._poll)
+
+    def step(self) -> None:
+        """One poll: answer the current ``verifyNonce`` if it is new and the snapshot is done."""
+        obj = self._latest()
+        try:
+            spec = CdcPipeline.from_k8s(obj).spec
+        except ValidationError:  # the operator reports an invalid spec; nothing to verify by
+            return
+        nonce = spec.verify_nonce
+        if nonce is None or nonce == self._answered or not self._tracker.seen:
+            return
+        checkpoint = self._tracker.checkpoint()
+        if checkpoint is None or not checkpoint.snapshot_done:
+            text = f"verifyNonce {nonce!r} waits for the snapshot to finish"
+            self._waiting(nonce, ("Unknown", WAITING_FOR_SNAPSHOT, text))
+            return
+        self._verify(obj, nonce, spec.verify)
+
+    def _latest(self) -> Obj:
+        """The object, read again only when its generation (the spec) changed."""
+        response = self._kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, self._namespace, PLURAL, self._name,
+            _preload_content=False, _headers={"Accept": METADATA_ONLY},
+        )  # fmt: skip
+        generation = (json.loads(response.data).get("metadata") or {}).get("generation")
+        if generation != self._generation:
+            obj = self._kube.get_pipeline(self._namespace, self._name)
+            if obj is not None:
+                self._obj, self._generation = obj, obj["metadata"].get("generation")
+        return self._obj
+
+    def _waiting(self, nonce: str, state: ConditionState) -> None:
+        if self._said == (nonce, state[1]):
+            return
+        self._said = (nonce, state[1])
+        log.info("%s", state[2])
+        self._publish(None, state)
+
+    # -- one run ---------------------------------------------------------------------------------
+    def _verify(self, obj: Obj, nonce: str, spec: VerifySpec) -> None:
+        started = self._clock()
+        log.info("verifyNonce %r: verifying the replica (repair: %s)", nonce, spec.repair)
+        running = running_document(nonce, spec.repair, started)
+        self._publish(running, verified_condition(running))
+        try:
+            report = verify_pipeline(
+                self._runtime,
+                self._verify_session(nonce),
+                verify_options(spec),
+                applied=self._tracker.applied,
+                checkpoint=self._tracker.checkpoint(),
+                listener=_LogListener(),
+            )
+            document = report_document(nonce, spec.repair, report, self._clock())
+        except Exception as err:
+            if self._cancelled.is_set():
+                return  # the driver is stopping: the request stays unanswered for the next one
+            log.warning("verifyNonce %r failed", nonce, exc_info=not isinstance(err, USER_ERRORS))
+            text = str(err) if isinstance(err, USER_ERRORS) else f"{type(err).__name__}: {err}"
+            document = failed_document(nonce, spec.repair, started, self._clock(), text)
+        state = verified_condition(document)
+        self._answered = nonce
+        self._publish(document, state)
+        self._store.flush()  # the result is in status before the Event says so
+        log.info("verifyNonce %r: %s: %s", nonce, state[1], state[2])
+        self._event(obj, state)
+
+    def _verify_session(self, nonce: str) -> Any:
+        """A session of its own on the driver's Spark context (its SQL settings apart from the
+        pipeline's; a context-only session is shared, it has none); this thread's jobs in a group."""
+        if self._session is None:
+            new = getattr(self._spark, "newSession", None)
+            self._session = new() if callable(new) else self._spark
+        self._session.sparkContext.setJobGroup(JOB_GROUP, f"verifyNonce {nonce}", True)
+        return self._session
+
+    def _publish(self, document: Obj | None, state: ConditionState) -> None:
+        generation, moment = self._generation, self._clock()
+
+        def fields(status: Obj) -> Obj:
+            conditions = with_condition(status.get("conditions") or [], state, generation, moment)
+            out: Obj = {"conditions": conditions}
+            if document is not None:
+                out["verification"] = document
+            return out
+
+        self._store.update_status(fields)
+
+    def _event(self, obj: Obj, state: ConditionState) -> None:
+        type_, reason = EVENT_REASONS.get(state[1], ("Warning", "VerificationFailed"))
+        try:
+            self._kube.post_event(obj, type_, reason, state[2], now=self._clock())
+        except Exception as err:  # best effort: the status says the same
+            log.warning("could not post event %s: %s", reason, err)

@@ -1,0 +1,335 @@
+"""The binlog phase: one reader from the minimum high watermark, micro-batches into the sink.
+
+A reader thread decodes the binlog into a bounded queue while the driver applies the previous
+batch, so reading the next batch overlaps writing the current one. A batch ends only at a
+transaction boundary; its offset is checkpointed after the sink committed it (architecture §3
+rules 4–6), so a crash replays at most the uncommitted batch, which converges because every
+batch is applied as last images per key.
+
+Transaction boundaries include the commits of tables that are not captured and the source's
+heartbeats, so the checkpointed offset keeps moving while the captured tables are idle and a
+restart does not rescan unrelated binlog. DDL is judged in the reader thread (schema_changes.py)
+and applied here at its place in the stream.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from sparkcdc.api.spec import BinlogSpec
+from sparkcdc.core.cascades import Cascade
+from sparkcdc.core.checkpoint import Checkpoint, collapse_pure_tables
+from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.events import ChangeEvent
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.engine.cascading import CascadeFollower
+from sparkcdc.engine.catchup import CatchupRunner, CatchupSettings
+from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.planning import key_order
+from sparkcdc.engine.schema_changes import EvolvingSink, SchemaChange, SchemaTracker
+from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
+from sparkcdc.mysql.binlog.reader import DdlStatement
+from sparkcdc.mysql.binlog.stream import SchemaInUse, StreamingChangeReader, UndecodableRows
+from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.failover import with_gtid
+from sparkcdc.mysql.flavor import detect_flavor
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import Sink
+from sparkcdc.sinks.targets import sink_added, sink_schema
+
+__all__ = ["Batch", "BinlogStreamer", "StreamSettings", "live_reader_server_id"]
+
+_END = object()
+
+
+def live_reader_server_id(ids: tuple[int, int]) -> int:
+    """The live reader's replica id: the last of the pipeline's range. Snapshot tasks take ids
+    from the start of the range (one per task, ``snapshot.parallelism`` of them; the default
+    range has one more), so the reader never shares an id with a snapshot task — not even one
+    still running from a previous driver — unless the range is narrower than the task count; then
+    they share, but one pipeline never runs both at once."""
+    return ids[1]
+
+
+@dataclass
+class Batch:
+    """Events of whole transactions up to ``end``, plus those of the transaction still open."""
+
+    events: list[ChangeEvent] = field(default_factory=list)
+    open_events: list[ChangeEvent] = field(default_factory=list)
+    end: BinlogOffset | None = None
+    started: float = field(default_factory=time.monotonic)
+    # Referential actions (engine/cascading.py), each after the first n of events + open_events.
+    marks: list[tuple[int, Cascade]] = field(default_factory=list)
+
+    def close_transaction(self, end: BinlogOffset) -> None:
+        self.events.extend(self.open_events)
+        self.open_events = []
+        self.end = end
+
+    def next(self) -> Batch:
+        done = len(self.events)
+        return Batch(open_events=self.open_events, marks=[(i - done, c) for i, c in self.marks if i > done])
+
+    def closed_marks(self) -> list[tuple[int, Cascade]]:
+        return [(i, c) for i, c in self.marks if i <= len(self.events)]
+
+    def touches(self, table: TableId) -> bool:
+        return any(e.table == table for e in self.events) or any(e.table == table for e in self.open_events)
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    server_id: int
+    binlog: BinlogSpec
+    # Stop once everything up to this offset is committed (``--exit-when-caught-up``).
+    stop_at: BinlogOffset | None = None
+    chunk_key_overrides: Mapping[str, list[str]] = field(default_factory=dict)
+    # Parallel catch-up of a large backlog before the live reader starts (engine/catchup.py).
+    catchup: CatchupSettings | None = None
+    # The source's @@server_id at start: the live reader refuses a (re)connection to another.
+    source_server_id: int | None = None
+
+
+class _ReaderThread(threading.Thread):
+    """Decodes the binlog into a bounded queue, judging DDL on the way; errors are handed to the
+    consumer."""
+
+    def __init__(
+        self, reader: StreamingChangeReader, start: BinlogOffset, tracker: SchemaTracker, capacity: int
+    ) -> None:
+        super().__init__(name="sparkcdc-binlog-reader", daemon=True)
+        self.queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
+        self._reader = reader
+        self._start = start
+        self._tracker = tracker
+        self.error: BaseException | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for item in self._reader.stream(self._start):
+                if isinstance(item, DdlStatement):
+                    # Judged before the next event is decoded: later rows need the new definition.
+                    change = self._tracker.judge(item, self._reader)
+                    out: object = change if change is not None else item
+                else:
+                    out = item
+                while not self._halt.is_set():
+                    try:
+                        self.queue.put(out, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if self._halt.is_set():
+                    return
+        except BaseException as err:
+            self.error = err
+        finally:
+            if not self._halt.is_set():
+                self.queue.put(_END)
+            # Halted: the consumer is gone, and a full queue would block this thread for good.
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
+class BinlogStreamer:
+    def __init__(
+        self,
+        source: SourceConfig,
+        sink: Sink,
+        schemas: Mapping[TableId, TableSchema],
+        settings: StreamSettings,
+        listener: PipelineListener,
+        save: Callable[[Checkpoint], None],
+    ) -> None:
+        self._source = source
+        self._sink = sink
+        self._schemas = dict(schemas)  # what rows are written with, per table
+        self._settings = settings
+        self._listener = listener
+        self._save = save
+        self._failures = StreamFailures(Checkpoint(), self._schemas, listener)
+        self._cascades: CascadeFollower | None = None
+
+    def build_filter(self, checkpoint: Checkpoint) -> BinlogSplitFilter:
+        snapshotted = {t: checkpoint.finished.get(t, ()) for t in self._schemas if checkpoint.finished.get(t)}
+        return BinlogSplitFilter(
+            snapshotted,
+            {t: self._schemas[t].chunk_key for t in snapshotted},
+            {t: key_order(self._schemas[t]) for t in snapshotted},
+            streaming=[t for t in self._schemas if t not in snapshotted],
+        )
+
+    def run(self, checkpoint: Checkpoint, start: BinlogOffset, should_stop: Callable[[], bool]) -> Checkpoint:
+        """Stream from ``start`` until caught up (when ``stop_at`` is set) or ``should_stop``."""
+        self._failures = StreamFailures(checkpoint, self._schemas, self._listener)
+        self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
+        if self._cascades:
+            self._failures.link(self._cascades.plan.linked)
+        event_filter = self.build_filter(checkpoint)
+        if self._settings.catchup is not None and self._cascades:
+            # Catch-up ranges reduce to net effects per table, losing where cascades happened.
+            self._listener.message("parallel catch-up is off: referential actions are followed in order")
+        elif self._settings.catchup is not None:
+            runner = CatchupRunner(
+                self._settings.catchup,
+                self._source,
+                self._sink,
+                self._schemas,
+                self._listener,
+                self._save_done,
+                self._failures,
+            )
+            checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
+            start = self._with_gtid(start)
+        stop_at = self._settings.stop_at
+        if stop_at is not None and not stop_at > start:
+            return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
+        reader = StreamingChangeReader(
+            self._source,
+            self._settings.server_id,
+            self._schemas,
+            heartbeat_seconds=float(self._settings.binlog.heartbeat_interval_seconds),
+            expect_server_id=self._settings.source_server_id,
+        )
+        tracker = SchemaTracker(self._source, self._schemas, self._settings.chunk_key_overrides)
+        thread = _ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
+        thread.start()
+        try:
+            return self._consume(thread, checkpoint, event_filter, should_stop)
+        finally:
+            # Not reader.close() from this thread: it would race the reader's blocked socket read.
+            # request_stop wakes that read, so the reader closes its own connection right away
+            # instead of at the next heartbeat (--exit-when-caught-up on an idle source).
+            thread.stop()
+            reader.request_stop()
+            thread.join(timeout=2 * self._settings.binlog.heartbeat_interval_seconds + 1)
+
+    def _consume(
+        self,
+        thread: _ReaderThread,
+        checkpoint: Checkpoint,
+        event_filter: BinlogSplitFilter,
+        should_stop: Callable[[], bool],
+    ) -> Checkpoint:
+        spec = self._settings.binlog
+        stop_at = self._settings.stop_at
+        interval = spec.batch_interval_ms / 1000
+        batch = Batch()
+        while True:
+            try:
+                item = thread.queue.get(timeout=max(0.02, interval - (time.monotonic() - batch.started)))
+            except queue.Empty:
+                item = None
+            if item is _END:
+                if thread.error is not None:
+                    raise thread.error
+                return self._commit(batch, checkpoint)
+            if isinstance(item, ChangeEvent):
+                if item.table not in self._failures:
+                    batch.open_events.extend(event_filter.filter_event(item))
+                    self._mark_cascades(batch, item, event_filter)
+            elif isinstance(item, BinlogOffset):
+                batch.close_transaction(item)
+                event_filter.advance_to(item)
+            elif isinstance(item, SchemaInUse):
+                if item.schema != self._schemas.get(item.table) and item.table not in self._failures:
+                    if batch.touches(item.table):
+                        checkpoint = self._commit(batch, checkpoint)
+                        batch = batch.next()
+                    self._schemas[item.table] = item.schema
+            elif isinstance(item, SchemaChange):
+                checkpoint = self._commit(batch, checkpoint)
+                checkpoint = self._apply_schema_change(item, checkpoint)
+                batch = Batch()
+                event_filter.advance_to(item.offset)
+            elif isinstance(item, DdlStatement):
+                batch.close_transaction(item.offset)  # DDL of other tables: only a boundary
+            elif isinstance(item, UndecodableRows):
+                self._failures.fail(item.table, decode_failure_message(item.table, item.offset, item.detail))
+            caught_up = stop_at is not None and batch.end is not None and batch.end >= stop_at
+            caught_up = caught_up or (stop_at is not None and _offset(checkpoint) >= stop_at)
+            due = len(batch.events) >= spec.batch_rows or time.monotonic() - batch.started >= interval
+            if batch.end is not None and (due or caught_up or should_stop()):
+                checkpoint = self._commit(batch, checkpoint)
+                batch = batch.next()
+            if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
+                return checkpoint
+
+    def _mark_cascades(self, batch: Batch, event: ChangeEvent, event_filter: BinlogSplitFilter) -> None:
+        if self._cascades:
+            at = len(batch.events) + len(batch.open_events)
+            batch.marks.extend((at, c) for c in self._cascades.cascades(event, event_filter, self._schemas))
+
+    def _apply_schema_change(self, change: SchemaChange, checkpoint: Checkpoint) -> Checkpoint:
+        """At the DDL's place in the stream: alter the target, switch schemas, stop failed tables;
+        then checkpoint past the statement (a crash before that repeats it, idempotently)."""
+        for evolution in change.evolutions:
+            if isinstance(self._sink, EvolvingSink):
+                target, added = sink_schema(evolution.schema), sink_added(evolution.schema, evolution.added)
+                statements = self._sink.evolve_table(target, added, evolution.dropped)
+                for statement in statements:
+                    self._listener.message(f"{evolution.table}: target altered: {statement}")
+            self._schemas[evolution.table] = evolution.schema
+            self._listener.message(
+                f"{evolution.table}: schema change at {change.offset} followed "
+                f"(added {[a.column.name for a in evolution.added]}, dropped {list(evolution.dropped)})"
+            )
+        for table, error in change.failures.items():
+            self._failures.fail(table, error)
+        checkpoint = self._with_failures(replace(checkpoint, binlog_offset=change.offset))
+        self._save(checkpoint)
+        return checkpoint
+
+    def _with_failures(self, checkpoint: Checkpoint) -> Checkpoint:
+        return self._failures.onto(checkpoint)
+
+    def _with_gtid(self, offset: BinlogOffset) -> BinlogOffset:
+        """``offset`` with its GTID position (catch-up rounds end at positions listed without
+        one), so that its checkpoint can follow a failover."""
+        if offset.gtid_set:
+            return offset
+        conn = connect(self._source)
+        try:
+            return with_gtid(conn, offset, detect_flavor(conn))
+        finally:
+            conn.close()
+
+    def _save_done(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Checkpoint what the sink committed, with pure tables collapsed and failures kept."""
+        if checkpoint.binlog_offset is not None:
+            checkpoint = replace(checkpoint, binlog_offset=self._with_gtid(checkpoint.binlog_offset))
+        checkpoint = self._with_failures(collapse_pure_tables(checkpoint))
+        self._save(checkpoint)
+        return checkpoint
+
+    def _commit(self, batch: Batch, checkpoint: Checkpoint) -> Checkpoint:
+        if batch.end is None:
+            return checkpoint
+        marks = batch.closed_marks()
+        end, follower = batch.end, self._cascades
+        if marks and follower is not None:
+            self._failures.apply_cascading(
+                lambda events, kept: follower.apply(events, kept, self._schemas, end),
+                batch.events,
+                marks,
+                end,
+            )
+        else:
+            self._failures.apply(self._sink, self._failures.build(batch.events, end), end)
+        checkpoint = collapse_pure_tables(replace(checkpoint, binlog_offset=batch.end))
+        checkpoint = self._with_failures(checkpoint)
+        self._save(checkpoint)
+        self._listener.batch_committed(len(batch.events), batch.end)
+        return checkpoint
+
+
+def _offset(checkpoint: Checkpoint) -> BinlogOffset:
+    return checkpoint.binlog_offset or BinlogOffset("x.0", 0)

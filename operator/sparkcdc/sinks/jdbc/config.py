@@ -1,0 +1,49 @@
+"""The JDBC sink's settings: where the target database is and how the driver writes to it.
+
+They are pickled into Spark tasks with the fence the starting driver claimed (sinks/jdbc/fence.py),
+so every writer of a pipeline checks the same fence row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from sparkcdc.core.fence import Fence
+
+if TYPE_CHECKING:
+    from sparkcdc.sinks.jdbc.sink import JdbcSink
+
+
+@dataclass(frozen=True)
+class JdbcSinkConfig:
+    scheme: str
+    host: str
+    port: int
+    database: str
+    user: str
+    password: str = field(repr=False)
+    batch_rows: int = 1000
+    create_tables: bool = True
+    params: dict[str, str] = field(default_factory=dict)
+    # Set by claim_fence in the starting driver; pickled with the config into Spark tasks.
+    fence: Fence | None = None
+
+    def open(self) -> JdbcSink:
+        from sparkcdc.sinks.jdbc.sink import JdbcSink
+
+        return JdbcSink(self)
+
+    def claim_fence(self, fence: Fence) -> JdbcSinkConfig:
+        """Raise the sink's fence for ``fence.pipeline`` to this driver's, and return the settings
+        whose sinks write only while it is still this driver's (sinks.base.start_fenced)."""
+        fenced = replace(self, fence=fence)
+        sink = fenced.open()
+        try:
+            sink.claim_fence()
+        finally:
+            sink.close()
+        return fenced
+
+    def describe(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}/{self.database}"
