@@ -66,6 +66,7 @@ from sparkcdc.mysql.binlog.native import decode_range, decoder_path
 from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import load_table_schema
+from sparkcdc.options import EngineOptions
 
 DATABASE, TABLE = "bench", "changes"
 REPLICA = "bench_replica"
@@ -218,7 +219,8 @@ def sparkcdc_reader(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tup
 def go_decoder(server: Any, start: BinlogOffset, stop: BinlogOffset) -> tuple[float, int]:
     """The Go decoder of parallel catch-up over the whole range in one process: decoded, reduced
     to the last image per key and converted to canonical rows (``binlog_native.decode_range``)."""
-    binary = decoder_path()
+    options = EngineOptions.from_environment()
+    binary = decoder_path(options.binlog_decoder, options.cache_dir)
     if binary is None:
         raise SystemExit("the Go decoder is not built: bash binlogdec/build.sh")
     cfg = replace(source_config(server), tls_mode="disabled")

@@ -48,6 +48,7 @@ from rich.table import Table
 from snapshot import DATABASE, TABLE, build_table, run_pipeline
 
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import fetch_delta_jars
 
 REPLICA = "benchdelta_replica"
@@ -136,7 +137,7 @@ def main() -> None:
     parser.add_argument("--splits-per-task", type=int, default=1)
     parser.add_argument("--parallelism", type=int, default=2)
     args = parser.parse_args()
-    fetch_delta_jars()  # not part of any timing
+    fetch_delta_jars(EngineOptions.from_environment())  # not part of any timing
     work = BENCH_DIR / "delta-work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

@@ -27,6 +27,7 @@ from snapshot_warm import READY as WARM_READY
 
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV as IN_DRIVER_ENV
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import cds_archive
 
 __all__ = [
@@ -155,8 +156,9 @@ def _warm_figures(
 
 
 _PRIME = (
+    "from sparkcdc.options import EngineOptions\n"
     "from sparkcdc.spark.session import create_context\n"
-    "spark = create_context('sparkcdc-bench-prime', 'local[2,2]')\n"
+    "spark = create_context('sparkcdc-bench-prime', 'local[2,2]', EngineOptions.from_environment())\n"
     "spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).collect()\n"
     "spark.stop()\n"
 )
@@ -166,7 +168,7 @@ def prime_jvm_archive() -> dict[str, Any]:
     """The class-data archive a local ``sparkcdc run`` maps (``spark/session.py``): written by a
     throwaway context when missing, so that every measured run starts the same way, as every
     run after a machine's first does."""
-    archive = cds_archive()
+    archive = cds_archive(EngineOptions.from_environment(sparkcdc_env()))
     existed = archive.is_file()
     if not existed:
         console.print(f"writing the JVM class-data archive {archive} (once per Spark and Java install)")

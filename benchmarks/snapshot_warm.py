@@ -36,7 +36,7 @@ def main(manifest: str, state_dir: str) -> int:
     options = EngineOptions.from_environment(os.environ)
     (runtime,) = runtimes_of(load_manifests([manifest]), replace(options, snapshot_in_driver="never"))
     parallelism = runtime.pipeline.spec.snapshot.parallelism
-    spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism)))
+    spark = LazySession(lambda: create_context("sparkcdc-bench-warm", local_master(parallelism), options))
     try:
         # What SplitEnumerator does while it plans, but waited for before the clock starts.
         warm_up(spark, parallelism, snapshot_modules(runtime.sink), lambda: True).wait()

@@ -23,6 +23,7 @@ from sparkcdc.demo_data import SHOP_SCHEMA, shop_data_statements
 from sparkcdc.driver.local import runtimes_of
 from sparkcdc.driver.progress import RichProgress
 from sparkcdc.engine.enumerator import SplitEnumerator
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.testing.mariadb import MariaDBServer, ensure_mariadb_installed
@@ -123,8 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         manifest_path = base / "pipeline.yaml"
         manifest_path.write_text(PIPELINE.format(port=server.port, password=password))
         console.log(f"pipeline manifest: {manifest_path}")
-        (runtime,) = runtimes_of(load_manifests([str(manifest_path)]))
-        spark = create_session("sparkcdc-demo", local_master(2))
+        options = EngineOptions.from_environment()
+        (runtime,) = runtimes_of(load_manifests([str(manifest_path)]), options)
+        spark = create_session("sparkcdc-demo", local_master(2), options)
         try:
             equal = _replicate(runtime, base, spark, server, args.stream_seconds, console)
         finally:

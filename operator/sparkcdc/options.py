@@ -27,8 +27,12 @@ __all__ = [
     "CACHE_DIR_ENV",
     "CATCHUP_IN_DRIVER_ENV",
     "CHUNK_READER_ENV",
+    "JAVA_HOME_ENV",
+    "PYSPARK_PYTHON_ENV",
     "SNAPSHOT_IN_DRIVER_ENV",
+    "SPARK_HOME_ENV",
     "SPARK_WORTH_SECONDS_ENV",
+    "SUBMIT_ARGS_ENV",
     "ChunkReader",
     "EngineOptions",
     "InDriver",
@@ -44,6 +48,11 @@ SPARK_WORTH_SECONDS_ENV = "SPARKCDC_SPARK_WORTH_SECONDS"
 BINLOG_DECODER_ENV = "SPARKCDC_BINLOG_DECODER"
 CHUNK_READER_ENV = "SPARKCDC_CHUNK_READER"
 CACHE_DIR_ENV = "SPARKCDC_CACHE_DIR"
+# Spark's and Java's own variables, honoured as their tools honour them.
+PYSPARK_PYTHON_ENV = "PYSPARK_PYTHON"
+JAVA_HOME_ENV = "JAVA_HOME"
+SPARK_HOME_ENV = "SPARK_HOME"
+SUBMIT_ARGS_ENV = "PYSPARK_SUBMIT_ARGS"
 
 InDriver = Literal["auto", "never", "always"]
 ChunkReader = Literal["auto", "pymysql"]
@@ -98,11 +107,44 @@ class EngineOptions:
         },
     )
     cache_dir: Path = field(
-        default_factory=cache_dir,
+        default_factory=lambda: cache_dir(os.environ),
         metadata={
             "env": CACHE_DIR_ENV,
             "doc": "Where built tools (the Go decoder, Spark's class-data archive) are kept; default "
             "`$XDG_CACHE_HOME/sparkcdc`, else `~/.cache/sparkcdc` (the same in hack/cache-dir.sh).",
+        },
+    )
+    python: str = field(
+        default=sys.executable,
+        metadata={
+            "env": PYSPARK_PYTHON_ENV,
+            "shown": "this interpreter",
+            "doc": "The Python that Spark's workers run; it must have sparkcdc and pyarrow installed.",
+        },
+    )
+    java_home: Path | None = field(
+        default=None,
+        metadata={
+            "env": JAVA_HOME_ENV,
+            "shown": "java on PATH",
+            "doc": "The Java 17 that Spark starts; part of the key of the local JVM's class-data archive.",
+        },
+    )
+    spark_home: Path | None = field(
+        default=None,
+        metadata={
+            "env": SPARK_HOME_ENV,
+            "shown": "PySpark's own",
+            "doc": "A Spark installation whose `jars/` are searched first for Delta's jars (the images).",
+        },
+    )
+    spark_submit_args: str = field(
+        default="",
+        metadata={
+            "env": SUBMIT_ARGS_ENV,
+            "shown": "",
+            "doc": "PySpark's launch arguments; with `--driver-java-options` in them, a local JVM keeps "
+            "those options instead of sparkcdc's quick-start ones.",
         },
     )
 
@@ -117,6 +159,16 @@ class EngineOptions:
                 found[f.name] = _parse(f.name, f.metadata["env"], text)
         return cls(**found)  # type: ignore[arg-type]
 
+    def export_spark_python(self) -> None:
+        """Make PySpark start its workers with :attr:`python`: PySpark reads the interpreter only
+        from this process's environment, when a context starts."""
+        os.environ["PYSPARK_PYTHON"] = self.python
+        os.environ["PYSPARK_DRIVER_PYTHON"] = self.python
+
+    def child_environment(self, **variables: str) -> dict[str, str]:
+        """This process's environment with ``variables`` set, for a tool started as a subprocess."""
+        return {**os.environ, **variables}
+
 
 def _parse(name: str, variable: str, text: str) -> object:
     choices = {"snapshot_in_driver": InDriver, "catchup_in_driver": InDriver, "chunk_reader": ChunkReader}
@@ -125,6 +177,8 @@ def _parse(name: str, variable: str, text: str) -> object:
         if text.lower() not in allowed:
             raise OptionsError(f"${variable}={text!r}: use one of {', '.join(allowed)}")
         return text.lower()
+    if name in ("java_home", "spark_home"):
+        return Path(text)
     if name == "spark_worth_seconds":
         try:
             return max(0.0, float(text))
@@ -153,8 +207,9 @@ def configuration_markdown() -> str:
     defaults = EngineOptions(cache_dir=Path("~/.cache/sparkcdc"))
     for f in fields(EngineOptions):
         default = getattr(defaults, f.name)
-        shown = "spec" if default is None else str(default)
-        lines.append(f"| `{f.metadata['env']}` | `{shown}` | {f.metadata['doc']} |")
+        shown = f.metadata.get("shown", "spec" if default is None else str(default))
+        cell = f"`{shown}`" if shown else ""
+        lines.append(f"| `{f.metadata['env']}` | {cell} | {f.metadata['doc']} |")
     return "\n".join(lines) + "\n"
 
 

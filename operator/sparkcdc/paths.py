@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,10 +18,10 @@ __all__ = ["BINLOGDEC_DIR", "cache_dir"]
 BINLOGDEC_DIR = Path(__file__).resolve().parents[2] / "binlogdec"
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$SPARKCDC_CACHE_DIR``, else ``$XDG_CACHE_HOME/sparkcdc``, else ``~/.cache/sparkcdc``; an
-    empty variable counts as unset, as in the scripts' ``${VAR:-default}``."""
-    env = os.environ if environ is None else environ
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """``$SPARKCDC_CACHE_DIR``, else ``$XDG_CACHE_HOME/sparkcdc``, else ``~/.cache/sparkcdc`` in
+    ``env`` (the composition root's environment); an empty variable counts as unset, as in the
+    scripts' ``${VAR:-default}``."""
     if env.get("SPARKCDC_CACHE_DIR"):
         return Path(env["SPARKCDC_CACHE_DIR"])
     if env.get("XDG_CACHE_HOME"):

@@ -33,10 +33,11 @@ def test_spark_image_python_side_matches_the_jvm_side(images: Images) -> None:
     script = (
         "import os, delta, pyspark, sparkcdc\n"
         "from importlib.metadata import version\n"
+        "from sparkcdc.options import EngineOptions\n"
         "from sparkcdc.spark.session import delta_conf\n"
         "print(sparkcdc.__version__, pyspark.__version__, version('delta-spark'))\n"
         "print(' '.join(sorted(os.listdir(os.environ['SPARK_HOME'] + '/jars'))))\n"
-        "print(sorted(delta_conf()))\n"
+        "print(sorted(delta_conf(EngineOptions.from_environment())))\n"
     )
     result = run_image(images.spark, ["python3", "-c", script])
     assert result.returncode == 0, result.stderr

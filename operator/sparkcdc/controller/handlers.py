@@ -34,7 +34,7 @@ from sparkcdc.controller.scheduler import Key, Scheduler
 from sparkcdc.controller.settings import OperatorSettings
 from sparkcdc.controller.verify_idle import answer_idle_request
 from sparkcdc.core.reconcile_types import format_time
-from sparkcdc.kube.client import KubeClient, load_config
+from sparkcdc.kube.client import KubeClient, KubeConfig
 
 log = logging.getLogger(__name__)
 PREFIX = "sparkcdc.io"
@@ -46,9 +46,12 @@ RETRY_SECONDS = 5.0
 class Operator:
     """What the handlers share: the reconciler, the requeue scheduler and the metrics."""
 
-    def __init__(self, settings: OperatorSettings, kube: KubeClient | None = None) -> None:
+    def __init__(
+        self, settings: OperatorSettings, config: KubeConfig, kube: KubeClient | None = None
+    ) -> None:
         self.settings = settings
-        self.kube = kube or KubeClient.from_config(load_config())
+        self.config = config
+        self.kube = kube or KubeClient.from_config(config, settings.instance)
         self.metrics = OperatorMetrics()
         self.reconciler = Reconciler(self.kube, settings, self.metrics)
         self.scheduler: Scheduler | None = None
@@ -106,9 +109,8 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.execution.max_workers = 16
 
 
-def connection_info() -> kopf.ConnectionInfo:
+def connection_info(kube: KubeConfig) -> kopf.ConnectionInfo:
     """kopf's credentials from the same loader the driver uses (in-cluster, else the kubeconfig)."""
-    kube = load_config()
     cfg = kube.configuration
     if cfg.refresh_api_key_hook is not None:
         cfg.refresh_api_key_hook(cfg)
@@ -141,7 +143,7 @@ def register(registry: kopf.OperatorRegistry, operator: Operator) -> None:
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return connection_info()
+        return connection_info(operator.config)
 
     @kopf.on.resume(*resource, registry=registry)
     @kopf.on.create(*resource, registry=registry)

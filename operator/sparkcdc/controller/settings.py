@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,10 +20,11 @@ class OperatorSettings:
     liveness_port: int = 0  # 0: no kopf liveness endpoint
     resync_seconds: float = 30.0  # periodic reconcile of every pipeline
     stall_seconds: float = 600.0  # no progress for this long -> Stalled
+    instance: str = "sparkcdc-operator"  # this replica in the Events it posts ($HOSTNAME: the pod)
 
 
-def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = None) -> OperatorSettings:
-    env = os.environ if env is None else env
+def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str]) -> OperatorSettings:
+    """The settings ``argv`` asks for, with defaults from ``env`` (the operator's environment)."""
     parser = argparse.ArgumentParser(prog="sparkcdc operator", description="Run the CdcPipeline operator.")
     parser.add_argument(
         "--namespace",
@@ -64,4 +64,5 @@ def parse_settings(argv: Sequence[str] | None, env: Mapping[str, str] | None = N
         liveness_port=args.liveness_port,
         resync_seconds=args.resync_seconds,
         stall_seconds=args.stall_seconds,
+        instance=env.get("HOSTNAME") or OperatorSettings.instance,
     )

@@ -43,10 +43,12 @@ def runtimes_of(manifest: Manifest, options: EngineOptions | None = None) -> lis
     return out
 
 
-def sink_spark_conf(runtimes: Sequence[PipelineRuntime], parallelism: int) -> dict[str, str]:
+def sink_spark_conf(
+    runtimes: Sequence[PipelineRuntime], parallelism: int, options: EngineOptions
+) -> dict[str, str]:
     """Session settings the pipelines' sinks need: Delta's jars and extension for a delta sink."""
     if any(writes_in_driver(r.sink) for r in runtimes):
-        return delta_conf(snapshot_partitions=parallelism)
+        return delta_conf(options, snapshot_partitions=parallelism)
     return {}
 
 
@@ -59,16 +61,17 @@ def run_local(
 ) -> int:
     """Run every pipeline of ``manifest`` side by side; returns the process exit code.
     ``options``: the engine's switches (default: from the environment)."""
-    runtimes = runtimes_of(manifest, options)
+    engine = EngineOptions.from_environment() if options is None else options
+    runtimes = runtimes_of(manifest, engine)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
-    conf = sink_spark_conf(runtimes, parallelism)
+    conf = sink_spark_conf(runtimes, parallelism, engine)
     master = local_master(parallelism)
     spark: Any
     if conf:  # sinks that write from the driver find the session themselves: start it now
-        spark = LazySession(lambda: create_session("sparkcdc-local", master, conf))
+        spark = LazySession(lambda: create_session("sparkcdc-local", master, engine, conf))
         spark.get()
-    else:  # only RDD jobs: the context alone, started when a snapshot needs it (pipeline.py)
-        spark = LazySession(lambda: create_context("sparkcdc-local", master))
+    else:  # only RDD jobs: the context alone, started when a snapshot needs it (enumerator.py)
+        spark = LazySession(lambda: create_context("sparkcdc-local", master, engine))
     stop = threading.Event()
     errors: list[BaseException] = []
     failed: list[str] = []  # "pipeline: message" of every failed table

@@ -60,8 +60,7 @@ from sparkcdc.spark.session import create_session, delta_conf, merge_conf
 
 log = logging.getLogger("sparkcdc.driver")
 EXIT_FAILED, EXIT_USER_ERROR, EXIT_FENCED = 1, 2, 3
-ENV_VERIFY_POLL_SECONDS = "SPARKCDC_VERIFY_POLL_SECONDS"
-DEFAULT_VERIFY_POLL_SECONDS = 2.0
+VERIFY_POLL_SECONDS = 2.0  # how often the driver looks for a new spec.verifyNonce
 
 
 def run_pipeline(enumerator: SplitEnumerator) -> None:
@@ -102,7 +101,7 @@ def _run() -> None:
     namespace, name = env[ENV_PIPELINE_NAMESPACE], env[ENV_PIPELINE_NAME]
     epoch = int(env[ENV_EPOCH])
     master = in_cluster_master(env.get(ENV_SPARK_MASTER) or DEFAULT_SPARK_MASTER, env)
-    kube = KubeClient.from_config(load_config())
+    kube = KubeClient.from_config(load_config(env), env.get("HOSTNAME", namespace))
     obj = kube.get_pipeline(namespace, name)
     if obj is None:
         raise RuntimeError(f"CdcPipeline {namespace}/{name} does not exist (deleted?)")
@@ -117,7 +116,8 @@ def _run() -> None:
         metrics.serve(port)
     store = StatusCheckpointStore(kube.api, namespace, name, epoch)
     try:
-        plain = build_runtime(pipeline, env_secrets(env), EngineOptions.from_environment(env))
+        options = EngineOptions.from_environment(env)
+        plain = build_runtime(pipeline, env_secrets(env), options)
         apply_resnapshot(store, pipeline)
         progress = resumed_progress(store, metrics)
         fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)
@@ -128,13 +128,12 @@ def _run() -> None:
         # snapshot is read by the driver alone (engine/wave_runner.py); on Kubernetes a started
         # session holds its executor pods for the pipeline's life. A sink that writes with Spark
         # from the driver (Delta) needs it at once.
-        spark = LazySession(lambda: create_session(f"sparkcdc-{namespace}-{name}", master, conf))
+        spark = LazySession(lambda: create_session(f"sparkcdc-{namespace}-{name}", master, options, conf))
         if writes_in_driver(runtime.sink):
             spark.get()
         tracker = AppliedTracker(store)
         # Verification reads the sink itself: the plain runtime, not the measured one.
-        poll = verify_poll_seconds(env)
-        verifier = DriverVerifier(kube, store, tracker, plain, spark, obj, poll_seconds=poll)
+        verifier = DriverVerifier(kube, store, tracker, plain, spark, obj, poll_seconds=VERIFY_POLL_SECONDS)
         verifier.start()
         try:
             # Waves the driver reads itself run on its own cores (a local master is this pod).
@@ -159,7 +158,7 @@ def spark_conf(runtime: PipelineRuntime, master: str, env: Mapping[str, str]) ->
     conf = driver_spark_conf(runtime.pipeline, master, env)
     if writes_in_driver(runtime.sink):
         partitions = runtime.pipeline.spec.snapshot.parallelism
-        conf = merge_conf(delta_conf(snapshot_partitions=partitions), conf)
+        conf = merge_conf(delta_conf(runtime.options, snapshot_partitions=partitions), conf)
     return conf
 
 
@@ -171,16 +170,6 @@ def metrics_port(env: Mapping[str, str]) -> int:
     except ValueError:
         log.warning("$%s=%r is not a port; serving no metrics", ENV_DRIVER_METRICS_PORT, text)
         return 0
-
-
-def verify_poll_seconds(env: Mapping[str, str]) -> float:
-    """``$SPARKCDC_VERIFY_POLL_SECONDS``: how often the driver looks for a new verifyNonce."""
-    text = env.get(ENV_VERIFY_POLL_SECONDS, "").strip()
-    try:
-        return max(0.1, float(text)) if text else DEFAULT_VERIFY_POLL_SECONDS
-    except ValueError:
-        log.warning("$%s=%r is not a number of seconds", ENV_VERIFY_POLL_SECONDS, text)
-        return DEFAULT_VERIFY_POLL_SECONDS
 
 
 def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> DriverProgress:

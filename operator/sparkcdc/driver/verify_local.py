@@ -18,6 +18,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.driver.local import runtimes_of, sink_spark_conf
 from sparkcdc.driver.progress import LiveDisplay
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.verify.recheck import AppliedOffset
@@ -107,16 +108,16 @@ def verify_local(
 ) -> tuple[int, list[PipelineReport]]:
     """Verify every pipeline of ``manifest``; the exit code is 0 only when every chunk matches."""
     console = console or Console(stderr=True, log_path=False)
-    runtimes = runtimes_of(manifest)
+    engine = EngineOptions.from_environment()
+    runtimes = runtimes_of(manifest, engine)
     if not runtimes:
         console.print("sparkcdc: no CdcPipeline in the given files")
         return 2, []
     own_session = spark is None
     if spark is None:
         parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
-        spark = create_session(
-            "sparkcdc-verify", local_master(parallelism), sink_spark_conf(runtimes, parallelism)
-        )
+        conf = sink_spark_conf(runtimes, parallelism, engine)
+        spark = create_session("sparkcdc-verify", local_master(parallelism), engine, conf)
     reports: list[PipelineReport] = []
     try:
         with VerifyProgress(console) as display:

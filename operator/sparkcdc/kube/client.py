@@ -7,7 +7,7 @@ fields, and dicts are what the builders produce and the tests compare.
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,12 +50,13 @@ class KubeConfig:
     namespace: str | None  # the pod's namespace in a cluster; None from a kubeconfig
 
 
-def load_config() -> KubeConfig:
+def load_config(env: Mapping[str, str]) -> KubeConfig:
     """Credentials for the API: the pod's service account (its token at the fixed in-cluster path,
-    the address from ``KUBERNETES_SERVICE_HOST``/``PORT``), else the kubeconfig (``$KUBECONFIG``)."""
+    the address from ``KUBERNETES_SERVICE_HOST``/``PORT`` in ``env``, the composition root's
+    environment), else the kubeconfig (``$KUBECONFIG``)."""
     cfg = client.Configuration()
     token_dir = Path(IN_CLUSTER_DIR)
-    if os.environ.get("KUBERNETES_SERVICE_HOST") and (token_dir / "token").exists():
+    if env.get("KUBERNETES_SERVICE_HOST") and (token_dir / "token").exists():
         loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
             token_filename=str(token_dir / "token"), cert_filename=str(token_dir / "ca.crt")
         )
@@ -75,16 +76,17 @@ def _json(response: Any) -> Obj:
 class KubeClient:
     """Typed-enough wrappers over the generated client; 404 is None, 409 is ConflictError."""
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Any, instance: str = EVENT_COMPONENT) -> None:
         self.api = api
+        self.instance = instance  # who posts Events (``reportingInstance``): the pod's name
         # Typed as Any: bodies are plain dicts, which the generated signatures do not admit.
         self.core: Any = client.CoreV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
         self.rbac: Any = client.RbacAuthorizationV1Api(api)
 
     @classmethod
-    def from_config(cls, kube: KubeConfig) -> KubeClient:
-        return cls(client.ApiClient(kube.configuration))
+    def from_config(cls, kube: KubeConfig, instance: str = EVENT_COMPONENT) -> KubeClient:
+        return cls(client.ApiClient(kube.configuration), instance)
 
     # -- CdcPipelines ------------------------------------------------------------------------------
     def get_pipeline(self, namespace: str, name: str) -> Obj | None:
@@ -248,7 +250,7 @@ class KubeClient:
             },
             "type": type_, "reason": reason, "message": message[:1024],
             "source": {"component": EVENT_COMPONENT}, "reportingComponent": EVENT_COMPONENT,
-            "reportingInstance": os.environ.get("HOSTNAME", EVENT_COMPONENT),
+            "reportingInstance": self.instance,
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }  # fmt: skip
         self.core.create_namespaced_event(md["namespace"], event, _preload_content=False)

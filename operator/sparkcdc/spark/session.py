@@ -1,4 +1,8 @@
-"""Creating the Spark session the driver runs its split readers on."""
+"""Creating the Spark session the driver runs its split readers on.
+
+What Spark needs to know about the machine (the Python its workers run, Java, a Spark
+installation, the cache directory) arrives as ``EngineOptions`` from the composition root.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.compat import pyspark_daemon
-from sparkcdc.paths import cache_dir
+from sparkcdc.options import EngineOptions
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +46,11 @@ def _base_conf() -> dict[str, str]:
     return {**_BASE_CONF, "spark.python.daemon.module": pyspark_daemon.daemon_module()}
 
 
-def _use_this_interpreter() -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-
-
-def create_session(app_name: str, master: str, conf: Mapping[str, str] | None = None) -> Any:
-    """A SparkSession whose Python workers run this interpreter, with quiet logging."""
-    _use_this_interpreter()
+def create_session(
+    app_name: str, master: str, options: EngineOptions, conf: Mapping[str, str] | None = None
+) -> Any:
+    """A SparkSession whose Python workers run ``options.python``, with quiet logging."""
+    options.export_spark_python()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(master)
@@ -75,16 +76,18 @@ class ContextSession:
             _finish_archive(self._archive)
 
 
-def create_context(app_name: str, master: str, conf: Mapping[str, str] | None = None) -> ContextSession:
+def create_context(
+    app_name: str, master: str, options: EngineOptions, conf: Mapping[str, str] | None = None
+) -> ContextSession:
     """Like ``create_session``, without the SQL session (see ``ContextSession``); a local master
     gets a JVM tuned for starting quickly (``local_jvm_options``)."""
-    _use_this_interpreter()
+    options.export_spark_python()
     from pyspark import SparkConf, SparkContext
 
     settings = {**_base_conf(), **(conf or {})}
-    options, archive = local_jvm_options(settings) if master.startswith("local") else (None, None)
-    if options is not None:
-        settings["spark.driver.extraJavaOptions"] = options
+    java, archive = local_jvm_options(settings, options) if master.startswith("local") else (None, None)
+    if java is not None:
+        settings["spark.driver.extraJavaOptions"] = java
     spark_conf = SparkConf().setAppName(app_name).setMaster(master)
     for key, value in settings.items():
         spark_conf.set(key, value)
@@ -99,7 +102,7 @@ def create_context(app_name: str, master: str, conf: Mapping[str, str] | None = 
 # 4 CPU seconds on the development machine, more than the tasks of a million-row snapshot). The C1
 # compiler alone and the serial collector make that start-up cheaper, and a class-data sharing
 # archive of the classes it loads halves what is left: the first run writes the archive when its
-# JVM exits, under ``cache_dir()/jvm``, keyed by the Spark and Java installations; later runs map
+# JVM exits, under ``<cache dir>/jvm``, keyed by the Spark and Java installations; later runs map
 # it. A JVM that cannot use an archive (another Java build) runs without it, silently. Callers
 # that choose the driver's Java options themselves (``spark.driver.extraJavaOptions``, or
 # ``--driver-java-options`` in ``PYSPARK_SUBMIT_ARGS``) keep theirs.
@@ -108,8 +111,7 @@ LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _CDS_QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def _java_identity() -> str:
-    home = os.environ.get("JAVA_HOME")
+def _java_identity(home: Path | None) -> str:
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not found:
         return "no java"
@@ -118,25 +120,24 @@ def _java_identity() -> str:
     return f"{real}|{stat.st_size}|{stat.st_mtime_ns}"
 
 
-def cds_archive() -> Path:
+def cds_archive(options: EngineOptions) -> Path:
     """Where the class-data archive of this Spark and Java installation lives."""
     import pyspark
 
-    ident = f"{pyspark.__version__}|{Path(pyspark.__file__).parent}|{_java_identity()}|{LOCAL_JVM_OPTIONS}"
+    java = _java_identity(options.java_home)
+    ident = f"{pyspark.__version__}|{Path(pyspark.__file__).parent}|{java}|{LOCAL_JVM_OPTIONS}"
     digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
-    return cache_dir() / "jvm" / f"spark-{pyspark.__version__}-{digest}.jsa"
+    return options.cache_dir / "jvm" / f"spark-{pyspark.__version__}-{digest}.jsa"
 
 
-def local_jvm_options(conf: Mapping[str, str]) -> tuple[str | None, Path | None]:
+def local_jvm_options(conf: Mapping[str, str], options: EngineOptions) -> tuple[str | None, Path | None]:
     """The driver's Java options for a local context, and the partial archive its JVM is to
     write at exit (None when the archive exists or cannot be written); ``(None, None)`` when
     the caller chose the options."""
-    if "spark.driver.extraJavaOptions" in conf or "--driver-java-options" in os.environ.get(
-        "PYSPARK_SUBMIT_ARGS", ""
-    ):
+    if "spark.driver.extraJavaOptions" in conf or "--driver-java-options" in options.spark_submit_args:
         return None, None
     try:
-        archive = cds_archive()
+        archive = cds_archive(options)
         if archive.is_file():
             return f"{LOCAL_JVM_OPTIONS} {_CDS_QUIET} -XX:SharedArchiveFile={archive}", None
         archive.parent.mkdir(parents=True, exist_ok=True)
@@ -223,7 +224,7 @@ def warm_up(spark: Any, workers: int, modules: Sequence[str], needed: Callable[[
 # the session, set when the session is created. The jars are the Maven artifacts matching the
 # installed ``delta-spark`` Python package (same version, Scala 2.13 for Spark 4). They are found,
 # in order: already in Spark's own ``jars/`` directory (a container image that ships them); in the
-# cache ``cache_dir()/ivy/jars`` (sparkcdc/paths.py; default ``~/.cache/sparkcdc``) as Spark's Ivy
+# cache ``<cache dir>/ivy/jars`` (``EngineOptions.cache_dir``; default ``~/.cache/sparkcdc``) as Spark's Ivy
 # resolver leaves them, then used as plain ``spark.jars`` without resolving anything; otherwise
 # Spark resolves ``spark.jars.packages`` from Maven Central into that cache at start-up (the first
 # run on a machine). ``python -m sparkcdc.spark.session fetch-delta-jars`` (run by hack/bootstrap.sh)
@@ -250,41 +251,41 @@ def delta_package() -> str:
     return f"io.delta:delta-spark_{_SCALA}:{delta_version()}"
 
 
-def _spark_jar_dirs() -> list[Path]:
+def _spark_jar_dirs(spark_home: Path | None) -> list[Path]:
     import pyspark
 
     dirs = [Path(pyspark.__file__).parent / "jars"]
-    if os.environ.get("SPARK_HOME"):
-        dirs.insert(0, Path(os.environ["SPARK_HOME"]) / "jars")
+    if spark_home is not None:
+        dirs.insert(0, spark_home / "jars")
     return dirs
 
 
-def cached_delta_jars(ivy_dir: Path | None = None) -> list[Path] | None:
-    """The Delta jars in the Ivy cache, or None while any is missing."""
-    jars = (ivy_dir or cache_dir() / "ivy") / "jars"
+def cached_delta_jars(ivy_dir: Path) -> list[Path] | None:
+    """The Delta jars in the Ivy cache ``ivy_dir``, or None while any is missing."""
+    jars = ivy_dir / "jars"
     v = delta_version()
     wanted = [jars / f"io.delta_delta-spark_{_SCALA}-{v}.jar", jars / f"io.delta_delta-storage-{v}.jar"]
     return wanted if all(p.is_file() for p in wanted) else None
 
 
-def _delta_in_spark_jars() -> bool:
+def _delta_in_spark_jars(spark_home: Path | None) -> bool:
     pattern = f"delta-spark_{_SCALA}-{delta_version()}.jar"
-    return any((d / pattern).is_file() for d in _spark_jar_dirs())
+    return any((d / pattern).is_file() for d in _spark_jar_dirs(spark_home))
 
 
-def delta_conf(snapshot_partitions: int | None = None) -> dict[str, str]:
+def delta_conf(options: EngineOptions, snapshot_partitions: int | None = None) -> dict[str, str]:
     """Session settings for the Delta sink (see above). ``snapshot_partitions`` sets how many
     tasks rebuild a table's state from its log (Delta's default, 50, is for clusters)."""
     conf = {"spark.sql.extensions": DELTA_EXTENSION, "spark.sql.catalog.spark_catalog": DELTA_CATALOG}
     if snapshot_partitions is not None:
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(1, snapshot_partitions))
-    if not _delta_in_spark_jars():
-        jars = cached_delta_jars()
+    if not _delta_in_spark_jars(options.spark_home):
+        jars = cached_delta_jars(options.cache_dir / "ivy")
         if jars is not None:
             conf["spark.jars"] = ",".join(str(p) for p in jars)
         else:
             conf["spark.jars.packages"] = delta_package()
-            conf["spark.jars.ivy"] = str(cache_dir() / "ivy")
+            conf["spark.jars.ivy"] = str(options.cache_dir / "ivy")
     return conf
 
 
@@ -301,20 +302,20 @@ def merge_conf(*confs: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def fetch_delta_jars() -> list[Path]:
+def fetch_delta_jars(options: EngineOptions) -> list[Path]:
     """Resolve the Delta jars into the cache with Spark's own resolver (no session is kept)."""
     import subprocess
     import tempfile
 
     import pyspark
 
-    found = cached_delta_jars()
+    ivy = options.cache_dir / "ivy"
+    found = cached_delta_jars(ivy)
     if found is not None:
         return found
-    ivy = cache_dir() / "ivy"
     ivy.mkdir(parents=True, exist_ok=True)
     home = Path(pyspark.__file__).parent
-    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable)
+    env = options.child_environment(SPARK_HOME=str(home), PYSPARK_PYTHON=options.python)
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "noop.py"
         script.write_text("pass\n")
@@ -327,7 +328,7 @@ def fetch_delta_jars() -> list[Path]:
             str(script),
         ]
         result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    found = cached_delta_jars()
+    found = cached_delta_jars(ivy)
     if found is None:
         raise RuntimeError(
             f"could not resolve {delta_package()} into {ivy} (exit code {result.returncode}):\n"
@@ -339,5 +340,5 @@ def fetch_delta_jars() -> list[Path]:
 if __name__ == "__main__":
     if sys.argv[1:] != ["fetch-delta-jars"]:
         raise SystemExit("usage: python -m sparkcdc.spark.session fetch-delta-jars")
-    for jar in fetch_delta_jars():
+    for jar in fetch_delta_jars(EngineOptions.from_environment()):
         print(jar)

@@ -12,6 +12,7 @@ process limits above 32768 in a container).
 from __future__ import annotations
 
 import hashlib
+import os
 import resource
 import shlex
 import subprocess
@@ -128,7 +129,7 @@ def image_config(image: str, template: str) -> str:
 
 
 def _pins_dir() -> Path:
-    return cache_dir() / "images" / "pins"  # next to hack/images.sh's files
+    return cache_dir(os.environ) / "images" / "pins"  # next to hack/images.sh's files
 
 
 def _use(ref: str) -> None:

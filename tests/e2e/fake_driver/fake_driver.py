@@ -37,7 +37,7 @@ def main() -> int:
     if mode == "crash":
         write_termination_message("boom from the fake driver")
         return 3
-    kube = load_config()
+    kube = load_config(os.environ)
     assert kube.namespace == namespace, "not the in-cluster service account of the pod's namespace"
     store = StatusCheckpointStore(KubeClient.from_config(kube).api, namespace, name, epoch)
     document = store.load() or {"version": 1, "epochs": [], "nothing": None}

@@ -49,9 +49,12 @@ def _picked(history: list[dict], pick: dict) -> list[int]:
 def main() -> None:
     request = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
+    from sparkcdc.options import EngineOptions
     from sparkcdc.spark.session import create_session, delta_conf
 
-    spark = create_session("sparkcdc-delta-inspect", "local[2]", delta_conf(snapshot_partitions=2))
+    options = EngineOptions.from_environment()
+    conf = delta_conf(options, snapshot_partitions=2)
+    spark = create_session("sparkcdc-delta-inspect", "local[2]", options, conf)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     from delta.tables import DeltaTable
 

@@ -297,11 +297,14 @@ def main() -> None:
     from verify_checks import verify_checks
     from verify_concurrent import concurrent_checks, start_pipeline
 
+    from sparkcdc.options import EngineOptions
     from sparkcdc.spark.session import create_session, delta_conf
 
     request = json.loads(Path(sys.argv[1]).read_text())
     busy = start_pipeline(request["concurrent"])
-    spark = create_session("sparkcdc-delta-checks", "local[2,2]", delta_conf(snapshot_partitions=2))
+    options = EngineOptions.from_environment()
+    conf = delta_conf(options, snapshot_partitions=2)
+    spark = create_session("sparkcdc-delta-checks", "local[2,2]", options, conf)
     failed = []
     try:
         groups = (

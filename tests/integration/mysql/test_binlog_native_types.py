@@ -24,13 +24,19 @@ from sparkcdc.mysql.binlog.native import decode_range, decoder_path, native_elig
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.mysql.zero_dates import keep_zero_dates
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.catchup_tasks import RangeContext, RangeResult, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
 
 
+def _built_decoder() -> Path | None:
+    options = EngineOptions.from_environment()
+    return decoder_path(options.binlog_decoder, options.cache_dir)
+
+
 @pytest.fixture
 def binary() -> Path:
-    found = decoder_path()
+    found = _built_decoder()
     assert found is not None, "build the Go decoder first: bash binlogdec/build.sh"
     return found
 
@@ -46,7 +52,7 @@ def _schema(cfg: SourceConfig, table: TableId) -> TableSchema:
 def _read(cfg: SourceConfig, schema: TableSchema, window: CatchupRange, native: bool) -> RangeResult:
     event_filter = BinlogSplitFilter({}, {}, streaming=[schema.table])
     context = RangeContext(
-        cfg, {schema.table: schema}, event_filter, "mariadb", decoder_path() if native else None
+        cfg, {schema.table: schema}, event_filter, "mariadb", _built_decoder() if native else None
     )
     return read_range(context, window, 4201 if native else 4202)
 
@@ -110,4 +116,4 @@ def test_go_decoder_leaves_what_it_cannot_reproduce_to_python(
 
 
 def test_python_decoder_can_be_forced() -> None:
-    assert decoder_path("python") is None
+    assert decoder_path("python", Path("/nowhere")) is None

@@ -16,10 +16,12 @@ pytestmark = pytest.mark.integration
 _RUN = """
 import json
 from pyspark import SparkContext
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import cds_archive, create_context
-spark = create_context("sparkcdc-jvm-test", "local[2,2]")
+options = EngineOptions.from_environment()
+spark = create_context("sparkcdc-jvm-test", "local[2,2]", options)
 total = spark.sparkContext.parallelize(range(10), 2).map(lambda x: x * 2).sum()
-archive = str(cds_archive())
+archive = str(cds_archive(options))
 with open(f"/proc/{SparkContext._gateway.proc.pid}/maps") as maps:
     mapped = archive in maps.read()
 spark.stop()

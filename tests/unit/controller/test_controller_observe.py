@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -110,11 +111,11 @@ def test_the_in_cluster_token_is_used_by_the_operator_and_the_driver(
     monkeypatch.setattr(client_module, "IN_CLUSTER_DIR", str(tmp_path))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
-    kube = load_config()
+    kube = load_config(os.environ)
     assert kube.namespace == "team-a"
     assert kube.configuration.host == "https://10.0.0.1:6443"
     assert kube.configuration.ssl_ca_cert == str(tmp_path / "ca.crt")
-    info = connection_info()
+    info = connection_info(kube)
     assert (info.server, info.token, info.default_namespace) == ("https://10.0.0.1:6443", "tok-123", "team-a")
     assert info.scheme is not None and info.scheme.lower() == "bearer"
 
@@ -132,6 +133,6 @@ def test_outside_a_pod_the_kubeconfig_is_used(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     # The client reads $KUBECONFIG when it is imported, as a process started with it does.
     monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / "config"))
-    kube = load_config()
+    kube = load_config(os.environ)
     assert kube.namespace is None and kube.configuration.host == "https://127.0.0.1:6443"
-    assert connection_info().token == "kubeconfig-token"
+    assert connection_info(kube).token == "kubeconfig-token"

@@ -13,6 +13,7 @@ from deploy_support import CHART, IMAGES, project_version, pyspark_pin, values
 
 from sparkcdc.api.spec import DEFAULT_SPARK_IMAGE
 from sparkcdc.controller.builders import SPARK_UID
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import delta_conf, delta_version
 
 DRIVER = IMAGES / "driver" / "Dockerfile"
@@ -174,8 +175,7 @@ def test_driver_image_ships_the_delta_jars_where_the_driver_looks(
     jars.mkdir()
     for jar in cached:
         (jars / jar.name.removeprefix("io.delta_")).write_bytes(b"")
-    monkeypatch.setenv("SPARK_HOME", str(tmp_path))
-    conf = delta_conf()
+    conf = delta_conf(EngineOptions(spark_home=tmp_path))
     assert "spark.jars" not in conf and "spark.jars.packages" not in conf
 
 

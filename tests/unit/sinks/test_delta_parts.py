@@ -20,6 +20,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import AddedColumn, SinkError, writes_in_driver
 from sparkcdc.sinks.delta import DeltaSinkConfig, commit_metadata, txn_version
 from sparkcdc.sinks.delta.ledger import Ledger as _Ledger
@@ -243,7 +244,7 @@ def test_factory_and_configuration() -> None:
 
 
 def test_delta_session_settings() -> None:
-    conf = delta_conf(snapshot_partitions=2)
+    conf = delta_conf(EngineOptions(), snapshot_partitions=2)
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.databricks.delta.snapshotPartitions"] == "2"
     assert "spark.jars" in conf or "spark.jars.packages" in conf

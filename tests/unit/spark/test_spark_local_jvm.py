@@ -3,45 +3,49 @@ unless the caller chose the driver's Java options."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import LOCAL_JVM_OPTIONS, cds_archive, local_jvm_options
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SPARKCDC_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
-    return tmp_path
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
 
 
-def test_the_first_run_writes_the_archive_under_a_partial_name(cache: Path) -> None:
-    options, partial = local_jvm_options({})
+@pytest.fixture
+def options(cache: Path) -> EngineOptions:
+    return EngineOptions(cache_dir=cache)
+
+
+def test_the_first_run_writes_the_archive_under_a_partial_name(cache: Path, options: EngineOptions) -> None:
+    java, partial = local_jvm_options({}, options)
     assert partial is not None and partial.parent == cache / "jvm"
-    assert partial.name.startswith(cds_archive().name + ".") and partial.name.endswith(".partial")
-    assert options is not None and options.startswith(LOCAL_JVM_OPTIONS)
-    assert f"-XX:ArchiveClassesAtExit={partial}" in options.split()
+    assert partial.name.startswith(cds_archive(options).name + ".") and partial.name.endswith(".partial")
+    assert java is not None and java.startswith(LOCAL_JVM_OPTIONS)
+    assert f"-XX:ArchiveClassesAtExit={partial}" in java.split()
 
 
-def test_later_runs_map_the_archive() -> None:
-    archive = cds_archive()
+def test_later_runs_map_the_archive(options: EngineOptions) -> None:
+    archive = cds_archive(options)
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"")
-    options, partial = local_jvm_options({})
+    java, partial = local_jvm_options({}, options)
     assert partial is None
-    assert options is not None and f"-XX:SharedArchiveFile={archive}" in options.split()
-    assert "-Xshare:auto" in options.split()  # an unusable archive is skipped, not fatal
+    assert java is not None and f"-XX:SharedArchiveFile={archive}" in java.split()
+    assert "-Xshare:auto" in java.split()  # an unusable archive is skipped, not fatal
 
 
-def test_the_archive_is_keyed_by_the_installation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    first = cds_archive()
+def test_the_archive_is_keyed_by_the_installation(options: EngineOptions, tmp_path: Path) -> None:
+    first = cds_archive(options)
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
     java.write_text("#!/bin/sh\n")
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
-    assert cds_archive() != first
+    assert cds_archive(replace(options, java_home=tmp_path / "jdk")) != first
 
 
 @pytest.mark.parametrize(
@@ -52,17 +56,13 @@ def test_the_archive_is_keyed_by_the_installation(monkeypatch: pytest.MonkeyPatc
     ],
 )
 def test_options_the_caller_chose_are_kept(
-    submit_args: str | None, conf: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    submit_args: str | None, conf: dict[str, str], options: EngineOptions
 ) -> None:
-    if submit_args is not None:
-        monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", submit_args)
-    assert local_jvm_options(conf) == (None, None)
+    chosen = replace(options, spark_submit_args=submit_args or "")
+    assert local_jvm_options(conf, chosen) == (None, None)
 
 
-def test_no_cache_directory_still_gets_the_quick_start_flags(
-    monkeypatch: pytest.MonkeyPatch, cache: Path
-) -> None:
-    blocker = cache / "file"
-    blocker.write_text("")
-    monkeypatch.setenv("SPARKCDC_CACHE_DIR", str(blocker))  # a file where the directory should be
-    assert local_jvm_options({}) == (LOCAL_JVM_OPTIONS, None)
+def test_no_cache_directory_still_gets_the_quick_start_flags(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")  # a file where the cache directory should be
+    assert local_jvm_options({}, EngineOptions(cache_dir=blocker)) == (LOCAL_JVM_OPTIONS, None)

@@ -13,7 +13,7 @@ certificates), every captured column of a family it renders the way ``canonical_
 (not GEOMETRY, not MySQL's binary JSON, not MariaDB's UUID/INET), and ranges without the
 snapshot handoff's per-split filter. For anything else in a range — a column count that differs
 from the current definition, a partial row image, a DDL statement — it answers "unsupported" and
-the caller decodes the range in Python. ``SPARKCDC_BINLOG_DECODER=python`` turns it off.
+the caller decodes the range in Python. ``EngineOptions.binlog_decoder`` chooses it.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import canonical_value
 from sparkcdc.mysql.zero_dates import rendered_text
-from sparkcdc.paths import BINLOGDEC_DIR, cache_dir
+from sparkcdc.paths import BINLOGDEC_DIR
 
 __all__ = ["NativeRange", "decode_range", "decoder_path", "decoder_version", "native_eligible"]
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
@@ -61,16 +61,16 @@ class NativeRange:
 
 def decoder_version() -> str | None:
     """The version of the decoder this code speaks to: ``binlogdec/VERSION``, which its build script
-    reads too (it builds into ``cache_dir()/binlogdec/<version>/``); None outside a checkout."""
+    reads too (it builds into ``<cache dir>/binlogdec/<version>/``); None outside a checkout."""
     try:
         return (BINLOGDEC_DIR / "VERSION").read_text().strip() or None
     except FileNotFoundError:
         return None
 
 
-def decoder_path(choice: str = "auto", cache: Path | None = None) -> Path | None:
+def decoder_path(choice: str, cache: Path) -> Path | None:
     """The decoder ``choice`` names (``EngineOptions.binlog_decoder``): for ``auto`` the one built
-    under ``cache`` (default ``cache_dir()``), or None (not built, or ``python``)."""
+    under ``cache`` (``EngineOptions.cache_dir``), or None (not built, or ``python``)."""
     if choice == "python":
         return None
     if choice != "auto":
@@ -78,7 +78,7 @@ def decoder_path(choice: str = "auto", cache: Path | None = None) -> Path | None
     version = decoder_version()
     if version is None:
         return None
-    found = (cache or cache_dir()) / "binlogdec" / version / "sparkcdc-binlogdec"
+    found = cache / "binlogdec" / version / "sparkcdc-binlogdec"
     return found if os.access(found, os.X_OK) else None
 
 
