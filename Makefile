@@ -31,6 +31,7 @@ crd: deps
 	$(VENV)/bin/sparkcdc crd > crds/cdcpipelines.sparkcdc.io.yaml
 	$(PY) -m sparkcdc.api.reference > docs/reference.md
 	bash hack/sync-chart-crd.sh
+	$(PY) -m sparkcdc.configuration > docs/configuration.md
 
 bench: deps
 	$(PY) benchmarks/snapshot.py

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from sparkcdc.core.checkpoint import Checkpoint, Phase, decode
+from sparkcdc.core.checkpoint import Checkpoint, Phase
+from sparkcdc.state.file_store import FileCheckpointStore
 
 _SUFFIX = ".checkpoint.json"
 
@@ -36,7 +36,9 @@ def render_status(state_dir: Path, console: Console | None = None) -> int:
         table.add_column(column)
     for path in files:
         name = path.name[: -len(_SUFFIX)]
-        checkpoint = decode(json.loads(path.read_text(encoding="utf-8")))
+        checkpoint = FileCheckpointStore(state_dir, name).load()
+        if checkpoint is None:
+            continue
         for row in checkpoint_rows(name, checkpoint):
             table.add_row(*row)
         offset = checkpoint.binlog_offset

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
 from harness.mariadb import unique_name
 from harness.source_tables import Writer, create_table
 from sparkcdc.core.checkpoint import decode
+from sparkcdc.kube.client import KubeClient
 from sparkcdc.kube.status_store import read_checkpoint
 from sparkcdc.testing.containers import LIMITS, Images, podman
 from sparkcdc.testing.kube import REPO_ROOT, ControlPlane, ensure_binaries, free_port, wait_until
@@ -129,7 +129,7 @@ def epoch(cp: ControlPlane) -> int:
 
 def snapshot_done(cp: ControlPlane) -> bool:
     obj = get(cp, "cdcpipeline", PIPELINE, "-n", PIPELINE_NS)
-    document = read_checkpoint(client.CoreV1Api(cp.api_client()), obj)
+    document = read_checkpoint(KubeClient(cp.api_client()), obj)
     return document is not None and decode(document).snapshot_done
 
 

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparkcdc.core.checkpoint import Checkpoint, decode
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.kube.client import KubeClient
 from sparkcdc.kube.status_store import read_checkpoint
 from sparkcdc.spark.session import LOCAL_JVM_OPTIONS
 from sparkcdc.testing.kube import ControlPlane, wait_until
@@ -96,7 +97,7 @@ def replica_equals(mariadb: MariaDBServer, db: str, table: str) -> bool:
 
 def checkpoint_of(cp: ControlPlane, core: Any, pipelines: Pipelines, name: str) -> Checkpoint | None:
     obj = pipelines.get(name) or {}
-    document = read_checkpoint(core, obj) if obj else None
+    document = read_checkpoint(KubeClient(cp.api_client()), obj) if obj else None
     return None if document is None else decode(document)
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from operator_harness import Pipelines, manifest
 
+from sparkcdc.kube.client import KubeClient
+from sparkcdc.kube.status_codec import decode_value
 from sparkcdc.kube.status_store import FencedError, StatusCheckpointStore
-from sparkcdc.state.status_codec import decode_value
 from sparkcdc.testing.kube import ControlPlane
 
 TRICKY: dict[str, Any] = {
@@ -34,18 +35,20 @@ def pipelines(control_plane: ControlPlane, sparkcdc_crd: str, namespace: str) ->
 
 def store(cp: ControlPlane, namespace: str, epoch: int, min_interval: float = 0.0) -> StatusCheckpointStore:
     """A store; without rate limiting unless asked, so each save writes (or raises) at once."""
-    return StatusCheckpointStore(cp.api_client(), namespace, "store", epoch, min_interval=min_interval)
+    return StatusCheckpointStore(
+        KubeClient(cp.api_client()), namespace, "store", epoch, min_interval=min_interval
+    )
 
 
 def test_document_round_trips_through_status(control_plane: ControlPlane, pipelines: Pipelines) -> None:
     writer = store(control_plane, pipelines.namespace, 5)
-    writer.save(TRICKY, {"splitsTotal": 3, "splitsFinished": 1})
+    writer.save_document(TRICKY, {"splitsTotal": 3, "splitsFinished": 1})
     writer.flush()
-    assert store(control_plane, pipelines.namespace, 5).load() == TRICKY
+    assert store(control_plane, pipelines.namespace, 5).load_document() == TRICKY
     # A smaller document replaces it exactly: keys that disappeared are gone, not merged.
-    writer.save({"version": 1, "nested": {"a": 1}})
+    writer.save_document({"version": 1, "nested": {"a": 1}})
     writer.flush()
-    assert store(control_plane, pipelines.namespace, 5).load() == {"version": 1, "nested": {"a": 1}}
+    assert store(control_plane, pipelines.namespace, 5).load_document() == {"version": 1, "nested": {"a": 1}}
     assert pipelines.status("store")["progress"]["splitsFinished"] == 1
 
 
@@ -53,27 +56,27 @@ def test_a_load_sees_a_save_the_rate_limit_held_back(
     control_plane: ControlPlane, pipelines: Pipelines
 ) -> None:
     writer = store(control_plane, pipelines.namespace, 5, min_interval=3600)
-    writer.save({"version": 1, "n": 1})  # written at once: the first write
-    writer.save({"version": 1, "n": 2})  # held back for an hour
+    writer.save_document({"version": 1, "n": 1})  # written at once: the first write
+    writer.save_document({"version": 1, "n": 2})  # held back for an hour
     assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 1}
-    assert writer.load() == {"version": 1, "n": 2}
-    assert store(control_plane, pipelines.namespace, 5).load() == {"version": 1, "n": 2}
+    assert writer.load_document() == {"version": 1, "n": 2}
+    assert store(control_plane, pipelines.namespace, 5).load_document() == {"version": 1, "n": 2}
     writer.close()
 
 
 def test_stale_epoch_cannot_write(control_plane: ControlPlane, pipelines: Pipelines) -> None:
     old = store(control_plane, pipelines.namespace, 5)
-    old.save({"version": 1, "by": "old"})
+    old.save_document({"version": 1, "by": "old"})
     old.flush()
     pipelines.patch_status("store", {"driver": {"epoch": 6}})  # the operator started a new driver
     with pytest.raises(FencedError, match="epoch 6"):
-        old.save({"version": 1, "by": "zombie"})
+        old.save_document({"version": 1, "by": "zombie"})
     new = store(control_plane, pipelines.namespace, 6)
-    assert new.load() == {"version": 1, "by": "old"}
-    new.save({"version": 1, "by": "new"})
+    assert new.load_document() == {"version": 1, "by": "old"}
+    new.save_document({"version": 1, "by": "new"})
     new.flush()
     with pytest.raises(FencedError):
-        store(control_plane, pipelines.namespace, 5).save({"version": 1, "by": "zombie"})
+        store(control_plane, pipelines.namespace, 5).save_document({"version": 1, "by": "zombie"})
     assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "by": "new"}
 
 
@@ -81,9 +84,9 @@ def test_conflict_is_retried_while_the_epoch_matches(
     control_plane: ControlPlane, pipelines: Pipelines
 ) -> None:
     writer = store(control_plane, pipelines.namespace, 5)
-    writer.load()  # caches the object's resourceVersion
+    writer.load_document()  # caches the object's resourceVersion
     pipelines.patch_status("store", {"phase": "Suspended"})  # someone else writes status meanwhile
-    writer.save({"version": 1, "n": 1})
+    writer.save_document({"version": 1, "n": 1})
     writer.flush()
     assert writer.conflicts == 1 and writer.writes == 1
     assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 1}
@@ -93,21 +96,25 @@ def test_epoch_change_between_read_and_write_fences(
     control_plane: ControlPlane, pipelines: Pipelines
 ) -> None:
     writer = store(control_plane, pipelines.namespace, 5)
-    writer.load()
+    writer.load_document()
     pipelines.patch_status("store", {"driver": {"epoch": 6}})
     with pytest.raises(FencedError):
-        writer.save({"version": 1})
+        writer.save_document({"version": 1})
     assert writer.conflicts == 1 and writer.writes == 0
 
 
 def test_writes_are_rate_limited_and_coalesced(control_plane: ControlPlane, pipelines: Pipelines) -> None:
-    writer = store(control_plane, pipelines.namespace, 5, min_interval=1.0)
-    start = time.monotonic()
+    # The store's own clock, moved by hand: whatever the machine's load, every save below falls
+    # within the interval after the first write.
+    now = [100.0]
+    kube = KubeClient(control_plane.api_client())
+    writer = StatusCheckpointStore(
+        kube, pipelines.namespace, "store", 5, min_interval=1.0, clock=lambda: now[0]
+    )
     for n in range(20):
-        writer.save({"version": 1, "n": n})
-        time.sleep(0.02)
-    assert time.monotonic() - start < 1.0
+        writer.save_document({"version": 1, "n": n})
     assert writer.writes == 1  # the first; the rest wait for the next allowed moment
+    now[0] += 1.0  # the interval has passed: the background thread writes at its next look
     deadline = time.monotonic() + 5
     while writer.writes < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -120,13 +127,13 @@ def test_background_fencing_surfaces_on_the_next_save(
     control_plane: ControlPlane, pipelines: Pipelines
 ) -> None:
     writer = store(control_plane, pipelines.namespace, 5, min_interval=0.5)
-    writer.save({"version": 1, "n": 0})
-    writer.save({"version": 1, "n": 1})  # pending
+    writer.save_document({"version": 1, "n": 0})
+    writer.save_document({"version": 1, "n": 1})  # pending
     pipelines.patch_status("store", {"driver": {"epoch": 6}})
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         try:
-            writer.save({"version": 1, "n": 2})
+            writer.save_document({"version": 1, "n": 2})
         except FencedError:
             break
         time.sleep(0.1)
@@ -141,7 +148,7 @@ def test_large_checkpoint_spills_into_owned_config_maps(
     namespace = pipelines.namespace
     big = {"version": 1, "rows": [{"k": i, "v": f"value-{i}", "n": None} for i in range(20000)]}
     writer = store(control_plane, namespace, 5)
-    writer.save(big)
+    writer.save_document(big)
     writer.flush()
     pointer = pipelines.status("store")["checkpoint"]
     assert set(pointer) == {"$spill"}
@@ -150,12 +157,12 @@ def test_large_checkpoint_spills_into_owned_config_maps(
     for name in names:
         owners = core.read_namespaced_config_map(name, namespace).metadata.owner_references
         assert [(o.kind, o.uid) for o in owners] == [("CdcPipeline", uid)]
-    assert store(control_plane, namespace, 5).load() == big
-    writer.save({"version": 1, "rows": []})
+    assert store(control_plane, namespace, 5).load_document() == big
+    writer.save_document({"version": 1, "rows": []})
     writer.flush()
     left = [c.metadata.name for c in core.list_namespaced_config_map(namespace).items]
     assert not set(names) & set(left), "the replaced spill ConfigMaps were not removed"
-    assert store(control_plane, namespace, 5).load() == {"version": 1, "rows": []}
+    assert store(control_plane, namespace, 5).load_document() == {"version": 1, "rows": []}
 
 
 def test_two_writers_of_one_epoch_never_lose_a_write(
@@ -168,7 +175,7 @@ def test_two_writers_of_one_epoch_never_lose_a_write(
     def write(index: int) -> None:
         try:
             for n in range(10):
-                writers[index].save({"version": 1, "writer": index, "n": n})
+                writers[index].save_document({"version": 1, "writer": index, "n": n})
         except BaseException as err:
             errors.append(err)
 

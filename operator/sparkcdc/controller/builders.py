@@ -50,6 +50,21 @@ ENV_IMAGE = "SPARKCDC_IMAGE"
 ENV_DRIVER_HOST = "SPARK_DRIVER_HOST"
 ENV_DRIVER_METRICS_PORT = "SPARKCDC_DRIVER_METRICS_PORT"
 SECRET_ENV_PREFIX = "SPARKCDC_SECRET_"
+# What each variable the operator sets on the driver pod carries (docs/configuration.md lists them).
+DRIVER_POD_VARIABLES: dict[str, str] = {
+    ENV_PIPELINE_NAME: "The name of the CdcPipeline the driver runs.",
+    ENV_PIPELINE_NAMESPACE: "The namespace of that CdcPipeline.",
+    ENV_EPOCH: "The driver's epoch: it fences the driver's status writes and names its executor pods.",
+    ENV_SPARK_MASTER: "The Spark master: `spec.spark.master`, else the operator's `--spark-master`.",
+    ENV_DRIVER_HOST: "The pod's IP (from `status.podIP`): Spark's driver address for the executors.",
+    ENV_IMAGE: "The driver's image, which the executor pods run too.",
+    ENV_POD_NAME: "The pod's name (from `metadata.name`): the owner of the executor pods.",
+    ENV_DRIVER_METRICS_PORT: "Port of the driver's Prometheus endpoint: the operator's "
+    "`--driver-metrics-port` (0: none).",
+    SECRET_ENV_PREFIX + "<FIELD PATH>": "One per secret reference of the spec, from its `secretKeyRef` "
+    "(`spec.source.passwordSecretRef` -> `SPARKCDC_SECRET_SPEC_SOURCE_PASSWORDSECRETREF`); "
+    "the executor pods get the same.",
+}
 
 # Fields that change how the operator treats the driver, not what the driver does: changing them
 # must not roll it. The nonces are compared one by one (so the Event names the reason).

@@ -34,7 +34,7 @@ def retain_state(kube: KubeClient, obj: Obj, now: str) -> bool:
             kube.delete_pod(namespace, pod["metadata"]["name"])
     if pods:
         return False
-    document = read_checkpoint(kube.core, obj)
+    document = read_checkpoint(kube, obj)
     if document is None:
         return True
     packed = zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 9)
@@ -70,8 +70,8 @@ def restore_state(kube: KubeClient, obj: Obj, now: str) -> bool:
         return False
     packed = base64.b64decode((retained.get("binaryData") or {}).get(DATA_KEY, ""))
     document = json.loads(zlib.decompress(packed))
-    store = StatusCheckpointStore(kube.api, namespace, name, 0, min_interval=0.0)
-    store.save(document)
+    store = StatusCheckpointStore(kube, namespace, name, 0, min_interval=0.0)
+    store.save_document(document)
     store.close()
     kube.delete_config_map(namespace, state_map_name(name))
     message = f"resumed from the checkpoint retained in ConfigMap {state_map_name(name)}"

@@ -33,12 +33,10 @@ from sparkcdc.controller.spark_pods import (
     in_cluster_master,
     runs_executors,
 )
-from sparkcdc.core.checkpoint import decode
 from sparkcdc.core.fence import Fence, FencedError, pipeline_key
 from sparkcdc.driver.reporting import (
     DriverMetrics,
     DriverProgress,
-    MeasuredSinkConfig,
 )
 from sparkcdc.driver.support import (
     apply_resnapshot,
@@ -46,7 +44,7 @@ from sparkcdc.driver.support import (
     with_assigned_server_ids,
     write_termination_message,
 )
-from sparkcdc.driver.verify_loop import AppliedTracker, DriverVerifier
+from sparkcdc.driver.verify_loop import DriverVerifier
 from sparkcdc.engine.enumerator import SplitEnumerator
 from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
 from sparkcdc.errors import USER_ERRORS
@@ -60,7 +58,6 @@ from sparkcdc.spark.session import create_session, delta_conf, merge_conf
 
 log = logging.getLogger("sparkcdc.driver")
 EXIT_FAILED, EXIT_USER_ERROR, EXIT_FENCED = 1, 2, 3
-VERIFY_POLL_SECONDS = 2.0  # how often the driver looks for a new spec.verifyNonce
 
 
 def run_pipeline(enumerator: SplitEnumerator) -> None:
@@ -114,15 +111,14 @@ def _run() -> None:
     port = metrics_port(env)
     if port:
         metrics.serve(port)
-    store = StatusCheckpointStore(kube.api, namespace, name, epoch)
+    store = StatusCheckpointStore(kube, namespace, name, epoch)
     try:
         options = EngineOptions.from_environment(env)
-        plain = build_runtime(pipeline, env_secrets(env), options)
+        runtime = build_runtime(pipeline, env_secrets(env), options)
         apply_resnapshot(store, pipeline)
         progress = resumed_progress(store, metrics)
         fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)
-        plain = replace(plain, sink=start_fenced(plain.sink, fence))  # claims the sink's fence
-        runtime = replace(plain, sink=MeasuredSinkConfig(plain.sink, progress))
+        runtime = replace(runtime, sink=start_fenced(runtime.sink, fence))  # claims the sink's fence
         conf = spark_conf(runtime, master, env)
         # Started on first use: a pipeline past its snapshot streams without Spark, and a small
         # snapshot is read by the driver alone (engine/wave_runner.py); on Kubernetes a started
@@ -131,14 +127,13 @@ def _run() -> None:
         spark = LazySession(lambda: create_session(f"sparkcdc-{namespace}-{name}", master, options, conf))
         if writes_in_driver(runtime.sink):
             spark.get()
-        tracker = AppliedTracker(store)
-        # Verification reads the sink itself: the plain runtime, not the measured one.
-        verifier = DriverVerifier(kube, store, tracker, plain, spark, obj, poll_seconds=VERIFY_POLL_SECONDS)
+        # The engine's listener tells the verifier what the store holds (what the sink committed).
+        verifier = DriverVerifier(kube, store, progress, runtime, spark, obj)
         verifier.start()
         try:
             # Waves the driver reads itself run on its own cores (a local master is this pod).
             threads = None if master.startswith("local") else pipeline.spec.spark.driver.cores
-            run_pipeline(SplitEnumerator(runtime, tracker, spark, progress, driver_threads=threads))
+            run_pipeline(SplitEnumerator(runtime, store, spark, progress, driver_threads=threads))
             verifier.finish()  # only a snapshot-only pipeline gets here
         finally:
             verifier.stop()
@@ -174,12 +169,12 @@ def metrics_port(env: Mapping[str, str]) -> int:
 
 def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> DriverProgress:
     """The progress listener, its counters continued from the checkpoint and the last progress."""
-    document = store.load()
+    checkpoint = store.load()
     previous = store.last_status().get("progress") or {}
     return DriverProgress(
         store.update_progress,
         metrics,
-        checkpoint=None if document is None else decode(document),
+        checkpoint=checkpoint,
         events_applied=int(previous.get("eventsApplied") or 0),
     )
 

@@ -19,9 +19,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.listener import BatchCommit, PipelineListener
 from sparkcdc.spark.snapshot import SplitSummary
 
 if TYPE_CHECKING:
@@ -113,7 +112,8 @@ class _PipelineProgress(PipelineListener):
                 rate = self._rows[table] / elapsed if elapsed > 0 else 0.0
                 progress.update(task, advance=1, total=total, rows=self._rows[table], rate=rate)
 
-    def batch_committed(self, events: int, offset: BinlogOffset) -> None:
+    def batch_committed(self, commit: BatchCommit) -> None:
+        events, offset = commit.events, commit.offset
         if events:
             self._events += events
             self.message(f"binlog: {events} changes committed up to {offset} ({self._events} in all)")

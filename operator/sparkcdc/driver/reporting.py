@@ -13,10 +13,9 @@ with the checkpoint writes, at most one write a second) and feeds the driver's m
 ``sparkcdc_driver_epoch``                      the fencing epoch this driver runs under
 ============================================== ===========================================================
 
-**Lag.** The listener's ``batch_committed`` carries no event times, so the driver measures them
-at the sink: :class:`MeasuredSinkConfig` wraps the pipeline's sink and tells the listener how long
-each ``apply_changes`` took and the newest source timestamp (``ts_ms``) it applied. When a batch
-is committed, lag = now − that timestamp (the binlog's timestamps have one-second resolution, so
+**Lag.** Each committed batch (``BatchCommit``) says how long the sink took to apply it and the
+newest source timestamp (``ts_ms``) of its row events. When a batch is committed, lag = now − that
+timestamp (the binlog's timestamps have one-second resolution, so
 the figure can be up to a second high). A batch without captured row events — the reader passed
 only heartbeats, which the source sends when it has nothing more to send, or other tables'
 transactions — sets lag to 0: the pipeline has applied everything of its tables it has read. Lag
@@ -34,25 +33,23 @@ one (rule 4), so the count shrinks then.
 
 from __future__ import annotations
 
-import copy
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from sparkcdc.api.status import FailedTable, Progress
 from sparkcdc.core.checkpoint import Checkpoint, Phase
-from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
-from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.listener import BatchCommit, PipelineListener
 
 if TYPE_CHECKING:
-    from sparkcdc.mysql.schema import TableSchema
-    from sparkcdc.sinks.base import Sink, SinkConfig
     from sparkcdc.spark.snapshot import SplitSummary
 
 log = logging.getLogger("sparkcdc.driver")
@@ -99,6 +96,14 @@ class DriverMetrics:
         return True
 
 
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """The checkpoint the store holds (None: the pipeline has none yet). It never claims more
+    than the sink committed (architecture §3 rule 6), so it says how far the sink holds the source."""
+
+    checkpoint: Checkpoint | None
+
+
 class DriverProgress(PipelineListener):
     """Progress counters → ``status.progress`` (via ``push``) and :class:`DriverMetrics`."""
 
@@ -136,10 +141,9 @@ class DriverProgress(PipelineListener):
             self._failed = {t: s.error for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
         self._events = events_applied
         self._lag: float | None = None
-        # What the sink applied since the last committed batch (MeasuredSink).
-        self._apply_seconds = 0.0
-        self._newest_ms = 0
         self._source: str | None = None  # the source server, once checked at start
+        self._lock = threading.Lock()
+        self._stored: StoredCheckpoint | None = None  # None until the engine loaded it
 
     # -- PipelineListener ------------------------------------------------------------------------
     def message(self, text: str) -> None:
@@ -178,7 +182,8 @@ class DriverProgress(PipelineListener):
         )  # fmt: skip
         self._push_to(progress.to_k8s())
 
-    def batch_committed(self, events: int, offset: BinlogOffset) -> None:
+    def batch_committed(self, commit: BatchCommit) -> None:
+        events, offset = commit.events, commit.offset
         if self._offset is None:  # the binlog phase runs: every planned split is committed
             for table in self._totals:
                 self._finished[table] = max(self._finished.get(table, 0), self._totals[table])
@@ -186,27 +191,31 @@ class DriverProgress(PipelineListener):
         self._offset = offset
         self._events += events
         self.metrics.events_applied.inc(events)
-        if events and self._newest_ms:
-            self._lag = max(0.0, self._clock() - self._newest_ms / 1000)
+        if events and commit.newest_ms:
+            self._lag = max(0.0, self._clock() - commit.newest_ms / 1000)
         else:
             self._lag = 0.0
         self.metrics.lag.set(self._lag)
-        if self._apply_seconds:
-            self.metrics.sink_commit.observe(self._apply_seconds)
-        self._apply_seconds, self._newest_ms = 0.0, 0
+        if commit.sink_seconds:
+            self.metrics.sink_commit.observe(commit.sink_seconds)
         self._push()
 
     def source_identified(self, identity: SourceIdentity) -> None:
         self._source = identity.describe()
         self._push()
 
-    # -- from MeasuredSink -----------------------------------------------------------------------
-    def sink_prepared(self, tables: Sequence[TableId]) -> None:
+    def tables_prepared(self, tables: Sequence[TableId]) -> None:
         self._tables.update(tables)
 
-    def sink_applied(self, seconds: float, newest_ms: int) -> None:
-        self._apply_seconds += seconds
-        self._newest_ms = max(self._newest_ms, newest_ms)
+    def checkpoint_stored(self, checkpoint: Checkpoint | None) -> None:
+        with self._lock:  # read by the verification thread
+            self._stored = StoredCheckpoint(checkpoint)
+
+    def stored_checkpoint(self) -> StoredCheckpoint | None:
+        """The checkpoint the store holds as of the engine's last load or save; None before the
+        engine loaded it (nothing is known yet)."""
+        with self._lock:
+            return self._stored
 
     # -- output ----------------------------------------------------------------------------------
     def progress(self) -> Progress:
@@ -232,50 +241,3 @@ class DriverProgress(PipelineListener):
 
     def _push(self) -> None:
         self._push_to(self.progress().to_k8s())
-
-
-class MeasuredSinkConfig:
-    """The pipeline's sink settings; the sinks they open in the driver report to ``progress`` how
-    long each ``apply_changes`` took and the newest source timestamp it applied.
-
-    The opened sink is the sink itself with those two methods timed on the instance, so every
-    check of what a sink is (``EvolvingSink``, ``FrameSink``) sees the real one; the settings
-    forward every other attribute (``writes_in_driver``...). Snapshot waves ship the settings to
-    Spark tasks: they pickle as the plain inner settings, so executors never import this module.
-    """
-
-    def __init__(self, inner: SinkConfig, progress: DriverProgress) -> None:
-        self.inner, self.progress = inner, progress
-
-    def open(self) -> Sink:
-        return measured(self.inner.open(), self.progress)
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (copy.copy, (self.inner,))
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "progress"):  # not set yet (copying): no recursion
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-
-def measured(sink: Sink, progress: DriverProgress) -> Sink:
-    """``sink`` with ``prepare`` and ``apply_changes`` reporting to ``progress``."""
-    prepare, apply = sink.prepare, sink.apply_changes
-
-    def prepare_measured(schemas: Sequence[TableSchema]) -> None:
-        prepare(schemas)
-        progress.sink_prepared([s.table for s in schemas])
-
-    def apply_measured(schema: TableSchema, changes: TableChanges) -> None:
-        started = time.perf_counter()
-        apply(schema, changes)
-        newest = max((r.ts_ms for r in changes.changelog), default=0)
-        progress.sink_applied(time.perf_counter() - started, newest)
-
-    setattr(sink, "prepare", prepare_measured)  # noqa: B010 - on the instance, not the class
-    setattr(sink, "apply_changes", apply_measured)  # noqa: B010
-    return sink

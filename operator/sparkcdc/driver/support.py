@@ -12,7 +12,7 @@ from sparkcdc.api.base import SecretKeyRef
 from sparkcdc.api.errors import SecretRefError
 from sparkcdc.api.resource import CdcPipeline
 from sparkcdc.controller.builders import secret_env_name
-from sparkcdc.core.checkpoint import Checkpoint, decode, encode
+from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.runtime import SecretResolver
 from sparkcdc.kube.status_store import StatusCheckpointStore
@@ -59,15 +59,15 @@ def apply_resnapshot(store: StatusCheckpointStore, pipeline: CdcPipeline) -> Non
     nonce = pipeline.spec.resnapshot_nonce
     if nonce is None:
         return
-    document = store.load()
+    checkpoint = store.load()
+    applied = store.carried(RESNAPSHOT_KEY)
     store.carry(RESNAPSHOT_KEY, nonce)
-    if document is None or document.get(RESNAPSHOT_KEY) == nonce:
+    if checkpoint is None or applied == nonce:
         return  # a first run snapshots everything anyway
-    checkpoint = decode(document)
     chosen = pipeline.spec.resnapshot_tables
     tables = [TableId.parse(t) for t in chosen] if chosen else list(checkpoint.plans)
     log.info("resnapshot %s requested: snapshotting %s again", nonce, ", ".join(map(str, tables)))
-    store.save(encode(drop_tables(checkpoint, tables)))
+    store.save(drop_tables(checkpoint, tables))
     store.flush()
 
 

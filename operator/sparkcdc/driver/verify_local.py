@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
 
 from sparkcdc.api.manifest import Manifest
-from sparkcdc.core.checkpoint import Checkpoint, decode
+from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.driver.local import runtimes_of, sink_spark_conf
@@ -41,8 +41,7 @@ def applied_offset(checkpoint: Checkpoint | None) -> BinlogOffset | None:
 
 def _store_reader(store: FileCheckpointStore) -> AppliedOffset:
     def applied() -> BinlogOffset | None:
-        document = store.load()
-        return applied_offset(None if document is None else decode(document))
+        return applied_offset(store.load())
 
     return applied
 
@@ -123,14 +122,13 @@ def verify_local(
         with VerifyProgress(console) as display:
             for runtime in runtimes:
                 store = FileCheckpointStore(state_dir, runtime.name)
-                document = store.load()
                 reports.append(
                     verify_pipeline(
                         runtime,
                         spark,
                         options,
                         applied=_store_reader(store),
-                        checkpoint=None if document is None else decode(document),
+                        checkpoint=store.load(),
                         listener=display.listener(runtime.name),
                     )
                 )

@@ -5,7 +5,8 @@
 status) and reads the whole object only when the spec changed. A ``verifyNonce`` it has not
 answered starts ``verify.runner.verify_pipeline`` on a session of its own (the same Spark
 context, its own SQL settings, its jobs in their own job group) with ``applied`` = the binlog
-offset this driver has checkpointed, i.e. committed to the sink (:class:`AppliedTracker`).
+offset this driver has checkpointed, i.e. committed to the sink (as the engine's listener
+reports it: :class:`StoredCheckpoints`).
 
 The run's document goes into ``status.verification`` together with the ``Verified`` condition,
 through the fenced status store (a driver whose epoch was superseded cannot write it), and an
@@ -17,16 +18,15 @@ pending when its snapshot ends before it exits (:meth:`DriverVerifier.finish`).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
-from sparkcdc.api.resource import GROUP, PLURAL, VERSION, CdcPipeline
+from sparkcdc.api.resource import CdcPipeline
 from sparkcdc.api.verify import VerifySpec
 from sparkcdc.controller.verify_status import (
     WAITING_FOR_SNAPSHOT,
@@ -37,7 +37,7 @@ from sparkcdc.controller.verify_status import (
     verified_condition,
     with_condition,
 )
-from sparkcdc.core.checkpoint import Checkpoint, decode
+from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.driver.verify_local import applied_offset
@@ -45,16 +45,17 @@ from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.errors import USER_ERRORS
 from sparkcdc.kube.client import KubeClient
 from sparkcdc.kube.status_store import FencedError, StatusCheckpointStore
-from sparkcdc.state.base import CheckpointStore
 from sparkcdc.verify.recheck import RecheckSettings
 from sparkcdc.verify.runner import VerifyListener, VerifyOptions, verify_pipeline
 
-__all__ = ["EVENT_REASONS", "AppliedTracker", "DriverVerifier", "verify_options"]
+if TYPE_CHECKING:
+    from sparkcdc.driver.reporting import StoredCheckpoint
+
+__all__ = ["EVENT_REASONS", "DriverVerifier", "StoredCheckpoints", "verify_options"]
 
 log = logging.getLogger("sparkcdc.driver.verify")
 Obj = dict[str, Any]
 JOB_GROUP = "sparkcdc-verify"
-METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 # Condition reason -> (event type, event reason).
 EVENT_REASONS = {
     "Matched": ("Normal", "Verified"),
@@ -78,51 +79,11 @@ def verify_options(spec: VerifySpec) -> VerifyOptions:
     )
 
 
-class AppliedTracker:
-    """The pipeline's checkpoint store, remembering the newest document loaded or saved.
+class StoredCheckpoints(Protocol):
+    """Where the verifier learns the checkpoint the store holds: the engine's listener in the
+    driver (``DriverProgress.stored_checkpoint``), fed after every load and save."""
 
-    Checkpoints are saved after the sink commit (architecture §3 rule 6), so the newest one says how far
-    the sink holds the source: what a re-check waits for."""
-
-    def __init__(self, inner: CheckpointStore) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._document: Obj | None = None
-        self._seen = False
-        self._decoded: tuple[Obj, Checkpoint] | None = None
-
-    def load(self) -> Obj | None:
-        document = self._inner.load()
-        self._remember(document)
-        return document
-
-    def save(self, document: Obj) -> None:
-        self._inner.save(document)
-        self._remember(document)
-
-    def _remember(self, document: Obj | None) -> None:
-        with self._lock:
-            self._document, self._seen = document, True
-
-    @property
-    def seen(self) -> bool:
-        """Whether the pipeline has loaded its checkpoint yet (before that nothing is known)."""
-        return self._seen
-
-    def checkpoint(self) -> Checkpoint | None:
-        with self._lock:
-            document, decoded = self._document, self._decoded
-        if document is None:
-            return None
-        if decoded is not None and decoded[0] is document:
-            return decoded[1]
-        checkpoint = decode(document)
-        with self._lock:
-            self._decoded = (document, checkpoint)
-        return checkpoint
-
-    def applied(self) -> BinlogOffset | None:
-        return applied_offset(self.checkpoint())
+    def stored_checkpoint(self) -> StoredCheckpoint | None: ...
 
 
 class _LogListener(VerifyListener):
@@ -140,7 +101,7 @@ class DriverVerifier:
         self,
         kube: KubeClient,
         store: StatusCheckpointStore,
-        tracker: AppliedTracker,
+        checkpoints: StoredCheckpoints,
         runtime: PipelineRuntime,
         spark: Any,
         first: Obj,
@@ -148,7 +109,7 @@ class DriverVerifier:
         poll_seconds: float = 2.0,
         clock: Callable[[], str] = now_text,
     ) -> None:
-        self._kube, self._store, self._tracker, self._runtime = kube, store, tracker, runtime
+        self._kube, self._store, self._checkpoints, self._runtime = kube, store, checkpoints, runtime
         self._spark = spark
         self._session: Any = None
         self._poll, self._clock = poll_seconds, clock
@@ -208,9 +169,10 @@ class DriverVerifier:
         except ValidationError:  # the operator reports an invalid spec; nothing to verify by
             return
         nonce = spec.verify_nonce
-        if nonce is None or nonce == self._answered or not self._tracker.seen:
+        stored = self._checkpoints.stored_checkpoint()
+        if nonce is None or nonce == self._answered or stored is None:
             return
-        checkpoint = self._tracker.checkpoint()
+        checkpoint = stored.checkpoint
         if checkpoint is None or not checkpoint.snapshot_done:
             text = f"verifyNonce {nonce!r} waits for the snapshot to finish"
             self._waiting(nonce, ("Unknown", WAITING_FOR_SNAPSHOT, text))
@@ -219,16 +181,19 @@ class DriverVerifier:
 
     def _latest(self) -> Obj:
         """The object, read again only when its generation (the spec) changed."""
-        response = self._kube.custom.get_namespaced_custom_object(
-            GROUP, VERSION, self._namespace, PLURAL, self._name,
-            _preload_content=False, _headers={"Accept": METADATA_ONLY},
-        )  # fmt: skip
-        generation = (json.loads(response.data).get("metadata") or {}).get("generation")
+        generation = self._kube.pipeline_generation(self._namespace, self._name)
         if generation != self._generation:
             obj = self._kube.get_pipeline(self._namespace, self._name)
             if obj is not None:
                 self._obj, self._generation = obj, obj["metadata"].get("generation")
         return self._obj
+
+    def _checkpoint(self) -> Checkpoint | None:
+        stored = self._checkpoints.stored_checkpoint()
+        return None if stored is None else stored.checkpoint
+
+    def _applied(self) -> BinlogOffset | None:
+        return applied_offset(self._checkpoint())
 
     def _waiting(self, nonce: str, state: ConditionState) -> None:
         if self._said == (nonce, state[1]):
@@ -248,8 +213,8 @@ class DriverVerifier:
                 self._runtime,
                 self._verify_session(nonce),
                 verify_options(spec),
-                applied=self._tracker.applied,
-                checkpoint=self._tracker.checkpoint(),
+                applied=self._applied,
+                checkpoint=self._checkpoint(),
                 listener=_LogListener(),
             )
             document = report_document(nonce, spec.repair, report, self._clock())

@@ -43,7 +43,7 @@ from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.listener import BatchCommit, PipelineListener
 from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
 from sparkcdc.mysql.binlog.native import decoder_path, native_eligible
 from sparkcdc.mysql.binlog.ranges import list_boundaries
@@ -246,7 +246,10 @@ class CatchupRunner:
             for table, rows in result.undecodable.items():
                 self._failures.fail(table, decode_failure_message(table, rows.offset, rows.detail))
         batch = [table_changes(t, c, end) for t, c in total.items() if c and t not in self._failures]
+        started = time.perf_counter()
         self._failures.apply(self._sink, batch, end)
+        seconds = time.perf_counter() - started
         checkpoint = self._commit(replace(checkpoint, binlog_offset=end))
-        self._listener.batch_committed(sum(r.events for r in results), end)
+        # Reduced ranges carry no event times (core/catchup.py): the round reports none.
+        self._listener.batch_committed(BatchCommit(sum(r.events for r in results), end, seconds))
         return checkpoint

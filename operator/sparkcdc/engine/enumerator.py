@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from sparkcdc.core.assigner import SnapshotSplitAssigner
-from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState, decode, encode
+from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState
 from sparkcdc.core.event_filter import start_offset
 from sparkcdc.core.fence import Fence
 from sparkcdc.core.offsets import BinlogOffset
@@ -93,15 +93,17 @@ class SplitEnumerator:
         self._identity: SourceIdentity | None = None  # the source's, once checked (source_change.py)
 
     def load_checkpoint(self) -> Checkpoint | None:
-        document = self._store.load()
-        return None if document is None else decode(document)
+        checkpoint = self._store.load()
+        self._listener.checkpoint_stored(checkpoint)
+        return checkpoint
 
     def save(self, checkpoint: Checkpoint) -> None:
         # Everything saved was read from the source checked at start (a reader that reconnects
         # to another server fails instead), so the checkpoint names that server.
         if self._identity is not None and checkpoint.source != self._identity:
             checkpoint = replace(checkpoint, source=self._identity)
-        self._store.save(encode(checkpoint))
+        self._store.save(checkpoint)
+        self._listener.checkpoint_stored(checkpoint)
 
     def run(
         self, *, exit_when_caught_up: bool, should_stop: Callable[[], bool] = lambda: False
@@ -256,6 +258,7 @@ class SplitEnumerator:
         sink = self._runtime.sink.open()
         try:
             sink.prepare(sink_schemas(schemas.values()))
+            self._listener.tables_prepared(list(schemas))
             self._listener.message(f"streaming the binlog from {start}")
             streamer = BinlogStreamer(
                 self._runtime.source, sink, schemas, settings, self._listener, self.save
@@ -326,6 +329,7 @@ class SplitEnumerator:
         sink = self._runtime.sink.open()
         try:
             sink.prepare(sink_schemas(schemas.values()))
+            self._listener.tables_prepared(list(schemas))
         finally:
             sink.close()
 

@@ -29,7 +29,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.cascading import CascadeFollower
 from sparkcdc.engine.catchup import CatchupRunner, CatchupSettings
-from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.listener import BatchCommit, PipelineListener
 from sparkcdc.engine.planning import key_order
 from sparkcdc.engine.schema_changes import EvolvingSink, SchemaChange, SchemaTracker
 from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
@@ -315,6 +315,7 @@ class BinlogStreamer:
             return checkpoint
         marks = batch.closed_marks()
         end, follower = batch.end, self._cascades
+        started = time.perf_counter()
         if marks and follower is not None:
             self._failures.apply_cascading(
                 lambda events, kept: follower.apply(events, kept, self._schemas, end),
@@ -326,8 +327,10 @@ class BinlogStreamer:
             self._failures.apply(self._sink, self._failures.build(batch.events, end), end)
         checkpoint = collapse_pure_tables(replace(checkpoint, binlog_offset=batch.end))
         checkpoint = self._with_failures(checkpoint)
+        seconds = time.perf_counter() - started
         self._save(checkpoint)
-        self._listener.batch_committed(len(batch.events), batch.end)
+        newest = max((e.ts_ms for e in batch.events), default=0)
+        self._listener.batch_committed(BatchCommit(len(batch.events), batch.end, seconds, newest))
         return checkpoint
 
 

@@ -20,6 +20,7 @@ from sparkcdc.api.resource import GROUP, PLURAL, VERSION
 from sparkcdc.core.refusal import Refusal
 
 MERGE_PATCH = "application/merge-patch+json"
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 IN_CLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EVENT_COMPONENT = "sparkcdc-operator"
 
@@ -98,6 +99,21 @@ class KubeClient:
             if err.status == 404:
                 return None
             raise
+
+    def pipeline_generation(self, namespace: str, name: str) -> int | None:
+        """``metadata.generation`` of a CdcPipeline, read as metadata only: a cheap poll for spec
+        changes however big the checkpoint in its status is (None: gone)."""
+        try:
+            response = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name,
+                _preload_content=False, _headers={"Accept": METADATA_ONLY},
+            )  # fmt: skip
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        generation = (_json(response).get("metadata") or {}).get("generation")
+        return None if generation is None else int(generation)
 
     def list_pipelines(self, namespace: str | None = None) -> list[Obj]:
         if namespace is None:
@@ -219,6 +235,16 @@ class KubeClient:
             if err.status == 404:
                 return None
             raise
+
+    def create_config_map(self, body: Obj) -> None:
+        """Create, unless one of that name exists already."""
+        try:
+            self.core.create_namespaced_config_map(
+                body["metadata"]["namespace"], body, _preload_content=False
+            )
+        except ApiException as err:
+            if err.status != 409:
+                raise
 
     def put_config_map(self, body: Obj) -> None:
         """Create, or replace when it exists."""

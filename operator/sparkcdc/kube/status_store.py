@@ -18,12 +18,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from sparkcdc.api.resource import API_VERSION
+from sparkcdc.core.checkpoint import Checkpoint, decode, encode
 from sparkcdc.core.fence import FencedError as AnyFencedError
-from sparkcdc.state.base import CheckpointStore, StateError
-from sparkcdc.state.status_codec import (
+from sparkcdc.kube.client import ConflictError, KubeClient
+from sparkcdc.kube.status_codec import (
     SPILL_TAG,
     chunk_data,
     decode_value,
@@ -33,9 +34,8 @@ from sparkcdc.state.status_codec import (
     merge_diff,
     spill_chunks,
 )
+from sparkcdc.state.base import CheckpointStore, StateError
 
-GROUP, VERSION, PLURAL = "sparkcdc.io", "v1alpha1", "cdcpipelines"
-MERGE_PATCH = "application/merge-patch+json"
 SPILL_BYTES = 200 * 1024  # status stays well under etcd's object limit with room for the rest
 MAX_CONFLICTS = 20
 CARRY_KEYS = ("resnapshotNonce",)  # kept across saves of documents that do not mention them
@@ -56,7 +56,7 @@ def epoch_of(obj: Obj) -> int:
 class StatusCheckpointStore(CheckpointStore):
     def __init__(
         self,
-        api: Any,
+        kube: KubeClient,
         namespace: str,
         name: str,
         epoch: int,
@@ -65,9 +65,7 @@ class StatusCheckpointStore(CheckpointStore):
         spill_bytes: int = SPILL_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        # Typed as Any: bodies are plain dicts, which the generated signatures do not admit.
-        self._custom: Any = client.CustomObjectsApi(api)
-        self._core: Any = client.CoreV1Api(api)
+        self._kube = kube  # every API call goes through it: one status patch for both programs
         self.namespace, self.name, self.epoch = namespace, name, epoch
         self._min_interval, self._spill_bytes, self._clock = min_interval, spill_bytes, clock
         self._cond = threading.Condition(threading.RLock())
@@ -83,7 +81,17 @@ class StatusCheckpointStore(CheckpointStore):
         self.conflicts = 0
 
     # -- CheckpointStore -----------------------------------------------------------------------------
-    def load(self) -> Obj | None:
+    def load(self) -> Checkpoint | None:
+        document = self.load_document()
+        return None if document is None else decode(document)
+
+    def save(self, checkpoint: Checkpoint, progress: Obj | None = None) -> None:
+        """Store ``checkpoint`` (and ``status.progress``) now, or at the next allowed moment."""
+        self.save_document(encode(checkpoint), progress)
+
+    # -- the stored document ---------------------------------------------------------------------
+    def load_document(self) -> Obj | None:
+        """The checkpoint's JSON document as stored (the retained-state copy moves it verbatim)."""
         with self._cond:
             self._raise_error()
             if self._pending is not None and self._pending[0] is not None:
@@ -91,14 +99,19 @@ class StatusCheckpointStore(CheckpointStore):
                 # first (a driver that starts over saves and loads again at once).
                 self._write_pending()
             self._obj = self._read()
-            document = read_checkpoint(self._core, self._obj)
+            document = read_checkpoint(self._kube, self._obj)
             if document is not None:
                 self._carry = {k: document[k] for k in CARRY_KEYS if k in document}
             return document
 
-    def save(self, document: Obj, progress: Obj | None = None) -> None:
+    def save_document(self, document: Obj, progress: Obj | None = None) -> None:
         """Store ``document`` (and ``status.progress``) now, or at the next allowed moment."""
         self._enqueue(document, progress)
+
+    def carried(self, key: str) -> Any:
+        """The value of a carried key (``carry``) in the document last loaded or carried."""
+        with self._cond:
+            return self._carry.get(key)
 
     # -- extras ----------------------------------------------------------------------------------
     def update_progress(self, progress: Obj) -> None:
@@ -226,7 +239,7 @@ class StatusCheckpointStore(CheckpointStore):
                 return
             try:
                 self._obj = self._patch(obj, patch)
-            except _ConflictError:
+            except ConflictError:
                 self.conflicts += 1
                 self._obj = None
                 continue
@@ -237,29 +250,21 @@ class StatusCheckpointStore(CheckpointStore):
 
     def _read(self) -> Obj:
         try:
-            response = self._custom.get_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, self.name, _preload_content=False
-            )
+            obj = self._kube.get_pipeline(self.namespace, self.name)
         except ApiException as err:
             raise StateError(f"cannot read CdcPipeline {self.namespace}/{self.name}: {err.reason}") from err
-        obj: Obj = json.loads(response.data)
+        if obj is None:
+            raise StateError(f"cannot read CdcPipeline {self.namespace}/{self.name}: Not Found")
         return obj
 
     def _patch(self, obj: Obj, status_patch: Obj) -> Obj:
-        body = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, "status": status_patch}
+        version = obj["metadata"]["resourceVersion"]
         try:
-            response = self._custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, self.namespace, PLURAL, self.name, body,
-                _content_type=MERGE_PATCH, _preload_content=False,
-            )  # fmt: skip
+            return self._kube.patch_pipeline_status(self.namespace, self.name, status_patch, version)
         except ApiException as err:
-            if err.status == 409:
-                raise _ConflictError from err
             raise StateError(
                 f"cannot write the checkpoint of {self.namespace}/{self.name}: {err.reason}"
             ) from err
-        result: Obj = json.loads(response.data)
-        return result
 
     # -- spilling into ConfigMaps ----------------------------------------------------------------
     def _stored_form(self, document: Obj, obj: Obj, created: list[str]) -> Any:
@@ -276,7 +281,7 @@ class StatusCheckpointStore(CheckpointStore):
 
     def _create_map(self, name: str, chunk: bytes, obj: Obj) -> None:
         owner = {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "CdcPipeline", "name": self.name,
+            "apiVersion": API_VERSION, "kind": "CdcPipeline", "name": self.name,
             "uid": obj["metadata"]["uid"], "controller": False, "blockOwnerDeletion": False,
         }  # fmt: skip
         labels = {
@@ -284,14 +289,18 @@ class StatusCheckpointStore(CheckpointStore):
             "sparkcdc.io/pipeline": self.name,
         }  # fmt: skip
         body = {
-            "metadata": {"name": name, "labels": labels, "ownerReferences": [owner]},
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": labels,
+                "ownerReferences": [owner],
+            },
             "binaryData": chunk_data(chunk),
         }
-        try:
-            self._core.create_namespaced_config_map(self.namespace, body, _preload_content=False)
+        try:  # same name = same epoch and content: one already there is this one
+            self._kube.create_config_map(body)
         except ApiException as err:
-            if err.status != 409:  # same name = same epoch and content: already there
-                raise StateError(f"cannot spill the checkpoint into ConfigMap {name}: {err.reason}") from err
+            raise StateError(f"cannot spill the checkpoint into ConfigMap {name}: {err.reason}") from err
 
     def _drop_replaced_maps(self, before: Any, after: Obj) -> None:
         now = ((after.get("status") or {}).get("checkpoint")) or {}
@@ -301,18 +310,10 @@ class StatusCheckpointStore(CheckpointStore):
 
     def _delete_maps(self, names: list[str]) -> None:
         for name in names:
-            try:
-                self._core.delete_namespaced_config_map(name, self.namespace, _preload_content=False)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
+            self._kube.delete_config_map(self.namespace, name)
 
 
-class _ConflictError(Exception):
-    pass
-
-
-def read_checkpoint(core: Any, obj: Obj) -> Obj | None:
+def read_checkpoint(kube: KubeClient, obj: Obj) -> Obj | None:
     """The checkpoint document of a CdcPipeline object, following a spill pointer if there is one."""
     stored = (obj.get("status") or {}).get("checkpoint")
     if stored is None:
@@ -325,10 +326,12 @@ def read_checkpoint(core: Any, obj: Obj) -> Obj | None:
     data = []
     for name in pointer.get("configMaps", []):
         try:
-            response = core.read_namespaced_config_map(name, namespace, _preload_content=False)
+            found = kube.get_config_map(namespace, name)
         except ApiException as err:
             raise StateError(
                 f"the spilled checkpoint ConfigMap {namespace}/{name} is unreadable: {err.reason}"
             ) from err
-        data.append(json.loads(response.data).get("binaryData") or {})
+        if found is None:
+            raise StateError(f"the spilled checkpoint ConfigMap {namespace}/{name} is missing")
+        data.append(found.get("binaryData") or {})
     return join_chunks(data, str(pointer.get("sha256", "")))

@@ -1,8 +1,14 @@
-"""Checkpoint stores keep the encoded checkpoint document of one pipeline."""
+"""The checkpoint store contract: one pipeline's checkpoint, loaded and saved whole.
+
+Stores take and give the typed :class:`~sparkcdc.core.checkpoint.Checkpoint`; its JSON document
+(``core.checkpoint.encode``/``decode``, the one codec) is each store's own business.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
+
+from sparkcdc.core.checkpoint import Checkpoint
 
 
 class StateError(RuntimeError):
@@ -10,8 +16,8 @@ class StateError(RuntimeError):
 
 
 class CheckpointStore(Protocol):
-    def load(self) -> dict[str, Any] | None:
-        """The last saved document, or None before the first save."""
+    def load(self) -> Checkpoint | None:
+        """The last saved checkpoint, or None before the first save."""
 
-    def save(self, document: dict[str, Any]) -> None:
-        """Replace the stored document atomically: a crash leaves the old or the new one."""
+    def save(self, checkpoint: Checkpoint) -> None:
+        """Replace the stored checkpoint atomically: a crash leaves the old or the new one."""

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.core.checkpoint import Checkpoint, decode, encode
 from sparkcdc.core.fence import Fence
 from sparkcdc.state.base import CheckpointStore, StateError
 
@@ -51,7 +52,15 @@ class FileCheckpointStore(CheckpointStore):
             ) from err
         return stored
 
-    def load(self) -> dict[str, Any] | None:
+    def load(self) -> Checkpoint | None:
+        document = self.load_document()
+        return None if document is None else decode(document)
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        self.save_document(encode(checkpoint))
+
+    def load_document(self) -> dict[str, Any] | None:
+        """The stored JSON document as it is (``load`` decodes it)."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -67,7 +76,7 @@ class FileCheckpointStore(CheckpointStore):
             ) from err
         return document
 
-    def save(self, document: dict[str, Any]) -> None:
+    def save_document(self, document: dict[str, Any]) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._write_atomically(self.path, document)

@@ -39,10 +39,10 @@ def main() -> int:
         return 3
     kube = load_config(os.environ)
     assert kube.namespace == namespace, "not the in-cluster service account of the pod's namespace"
-    store = StatusCheckpointStore(KubeClient.from_config(kube).api, namespace, name, epoch)
-    document = store.load() or {"version": 1, "epochs": [], "nothing": None}
+    store = StatusCheckpointStore(KubeClient.from_config(kube), namespace, name, epoch)
+    document = store.load_document() or {"version": 1, "epochs": [], "nothing": None}
     document["epochs"] = [*document["epochs"], epoch]
-    store.save(document, {"splitsTotal": 4, "splitsFinished": 1, "tables": 2})
+    store.save_document(document, {"splitsTotal": 4, "splitsFinished": 1, "tables": 2})
     store.flush()
     print("checkpointed", flush=True)
     if mode == "done":

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from reconcile_fixtures import pipeline, pipeline_obj
 
+from harness.reconcile_fixtures import pipeline, pipeline_obj
 from sparkcdc.api import CdcPipeline
 from sparkcdc.controller.builders import (
     driver_pod,

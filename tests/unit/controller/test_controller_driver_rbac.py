@@ -3,8 +3,7 @@ RoleBinding, all owned by the pipeline (pure builders)."""
 
 from __future__ import annotations
 
-from reconcile_fixtures import pipeline
-
+from harness.reconcile_fixtures import pipeline
 from sparkcdc.controller.builders import (
     DEFAULT_SPARK_MASTER,
     driver_account_name,

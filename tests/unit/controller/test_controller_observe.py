@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from kubernetes.config import kube_config
-from reconcile_fixtures import NOW
 
+from harness.reconcile_fixtures import NOW
 from sparkcdc.controller.handlers import connection_info
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.scheduler import Scheduler

@@ -7,7 +7,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from reconcile_fixtures import (
+
+from harness.reconcile_fixtures import (
     HASH,
     NOW,
     apply_status,
@@ -19,7 +20,6 @@ from reconcile_fixtures import (
     observed,
     summary,
 )
-
 from sparkcdc.core.reconcile import backoff_seconds, reconcile
 from sparkcdc.core.reconcile_types import CreatePod, DeletePod, Observed, PatchStatus, Settings
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reconcile_fixtures import NOW, make_spec, merge
 
+from harness.reconcile_fixtures import NOW, make_spec, merge
 from sparkcdc.api import CdcPipelineStatus
 from sparkcdc.core.reconcile import reconcile
 from sparkcdc.core.reconcile_status import driver_pod_name

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
-from reconcile_fixtures import (
+
+from harness.reconcile_fixtures import (
     NOW,
     apply_status,
     condition,
@@ -20,7 +21,6 @@ from reconcile_fixtures import (
     observed,
     summary,
 )
-
 from sparkcdc.api import CdcPipelineStatus
 from sparkcdc.core.reconcile import driver_refused, reconcile
 from sparkcdc.core.reconcile_types import CreatePod, Event, PatchStatus, Requeue

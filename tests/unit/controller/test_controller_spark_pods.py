@@ -8,8 +8,7 @@ import base64
 import json
 from typing import Any
 
-from reconcile_fixtures import pipeline
-
+from harness.reconcile_fixtures import pipeline
 from sparkcdc.controller.builders import SPARK_AUTH_FILE, driver_pod
 from sparkcdc.controller.spark_pods import (
     EXECUTOR_TEMPLATE_PATH,

@@ -7,10 +7,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reconcile_fixtures import merge
 
-from sparkcdc.state.base import StateError
-from sparkcdc.state.status_codec import (
+from harness.reconcile_fixtures import merge
+from sparkcdc.kube.status_codec import (
     chunk_data,
     decode_value,
     encode_value,
@@ -18,6 +17,7 @@ from sparkcdc.state.status_codec import (
     merge_diff,
     spill_chunks,
 )
+from sparkcdc.state.base import StateError
 
 keys = st.one_of(st.text(max_size=6), st.sampled_from(["$null", "$int", "$spill", "$$x", "$", "a"]))
 scalars = st.one_of(

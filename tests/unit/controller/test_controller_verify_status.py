@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import pytest
-from reconcile_fixtures import make_status, pipeline
 
+from harness.reconcile_fixtures import make_status, pipeline
 from sparkcdc.api import CdcPipelineStatus
 from sparkcdc.api.verify import MAX_LISTED_CHUNKS, VerificationStatus, VerifySpec
 from sparkcdc.controller.builders import spec_hash
@@ -22,12 +21,10 @@ from sparkcdc.controller.verify_status import (
     verified_condition,
     with_condition,
 )
-from sparkcdc.core.checkpoint import Checkpoint, encode
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
-from sparkcdc.driver.verify_loop import EVENT_REASONS, AppliedTracker, verify_options
-from sparkcdc.state.file_store import FileCheckpointStore
+from sparkcdc.driver.verify_loop import EVENT_REASONS, verify_options
 from sparkcdc.verify.checksum import ChunkChecksum
 from sparkcdc.verify.report import ChunkDiff, PipelineReport, TableReport
 
@@ -179,21 +176,6 @@ def test_event_reasons_cover_every_end() -> None:
     assert {r for _, r in EVENT_REASONS.values()} == {
         "Verified", "VerificationDiffers", "VerificationUnsettled", "VerificationFailed"
     }  # fmt: skip
-
-
-def test_applied_tracker_follows_the_saved_checkpoints(tmp_path: Path) -> None:
-    tracker = AppliedTracker(FileCheckpointStore(tmp_path, "shop"))
-    assert not tracker.seen
-    assert tracker.load() is None and tracker.seen and tracker.applied() is None
-    tracker.save(encode(Checkpoint(snapshot_done=True, snapshot_end_offset=BinlogOffset("b.000001", 100))))
-    assert tracker.applied() == BinlogOffset("b.000001", 100)
-    streaming = Checkpoint(snapshot_done=True, binlog_offset=BinlogOffset("b.000002", 7))
-    tracker.save(encode(streaming))
-    assert tracker.applied() == BinlogOffset("b.000002", 7)
-    checkpoint = tracker.checkpoint()
-    assert checkpoint is not None and checkpoint.snapshot_done
-    assert tracker.checkpoint() is checkpoint  # decoded once per saved document
-    assert AppliedTracker(FileCheckpointStore(tmp_path, "shop")).load() is not None
 
 
 def test_operator_upkeep_carries_an_answer_to_the_current_generation() -> None:

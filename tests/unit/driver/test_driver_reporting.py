@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-import pickle
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
+from harness.reconcile_fixtures import pipeline
 from sparkcdc.core.checkpoint import Checkpoint, Phase, TablePlan, TableState
-from sparkcdc.core.microbatch import ChangelogRecord, TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.driver.main import metrics_port
-from sparkcdc.driver.reporting import DriverMetrics, DriverProgress, MeasuredSinkConfig
-from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.console import ConsoleSinkConfig
+from sparkcdc.driver.reporting import DriverMetrics, DriverProgress, StoredCheckpoint
+from sparkcdc.driver.verify_local import applied_offset
+from sparkcdc.engine.enumerator import SplitEnumerator
+from sparkcdc.engine.listener import BatchCommit
+from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
 from sparkcdc.spark.snapshot import SplitSummary
+from sparkcdc.state.file_store import FileCheckpointStore
 
 ORDERS, ITEMS = TableId("shop", "orders"), TableId("shop", "order_items")
 HW = BinlogOffset("binlog.000001", 400)
@@ -72,19 +78,11 @@ def test_a_recut_tail_never_counts_more_finished_than_total() -> None:
     assert sample(metrics, "sparkcdc_snapshot_splits", table="shop.orders", state="pending") == 0
 
 
-def changes(*ts_ms: int) -> TableChanges:
-    records = [ChangelogRecord("+I", {"id": i}, HW, i, ts) for i, ts in enumerate(ts_ms)]
-    return TableChanges(ORDERS, {(i,): {"id": i} for i in range(len(ts_ms))}, (), tuple(records))
-
-
 def test_binlog_batches_lag_events_and_commit_latency() -> None:
     progress, metrics, pushed = listener()
     progress.snapshot_planned({ORDERS: 2}, {ORDERS: 1})  # one split still open as seen here
-    sink = MeasuredSinkConfig(ConsoleSinkConfig(max_rows_per_table=0), progress).open()
-    schema = TableSchema(ORDERS, (), ("id",), ("id",), ("id",))
-    sink.prepare([schema])
-    sink.apply_changes(schema, changes(int((NOW - 7.5) * 1000), int((NOW - 3) * 1000)))
-    progress.batch_committed(2, BinlogOffset("binlog.000001", 900))
+    progress.tables_prepared([ORDERS])
+    progress.batch_committed(BatchCommit(2, BinlogOffset("binlog.000001", 900), 0.02, int((NOW - 3) * 1000)))
     assert pushed.last["lagSeconds"] == 3.0
     assert pushed.last["binlogOffset"] == "binlog.000001:900"
     assert pushed.last["eventsApplied"] == 2
@@ -94,7 +92,7 @@ def test_binlog_batches_lag_events_and_commit_latency() -> None:
     assert sample(metrics, "sparkcdc_binlog_events_applied_total") == 2
     assert sample(metrics, "sparkcdc_sink_commit_seconds_count") == 1
     # Idle: heartbeats close batches without captured events; the pipeline is caught up.
-    progress.batch_committed(0, BinlogOffset("binlog.000001", 950))
+    progress.batch_committed(BatchCommit(0, BinlogOffset("binlog.000001", 950)))
     assert pushed.last["lagSeconds"] == 0.0
     assert sample(metrics, "sparkcdc_sink_commit_seconds_count") == 1  # nothing was applied
 
@@ -108,7 +106,7 @@ def test_counters_continue_from_the_checkpoint_and_the_last_progress() -> None:
     progress, _, pushed = listener(checkpoint=Checkpoint(plans=plans, finished=finished), events_applied=77)
     progress.snapshot_planned({ORDERS: 1, ITEMS: 2}, {ORDERS: 1, ITEMS: 1})
     assert pushed.last["rowsSnapshotted"] == 1230
-    progress.batch_committed(3, HW)
+    progress.batch_committed(BatchCommit(3, HW))
     assert pushed.last["eventsApplied"] == 80
 
 
@@ -147,31 +145,28 @@ def test_failed_tables_are_listed_from_the_checkpoint_and_as_they_fail() -> None
     assert pushed.last["warnings"][-1] == "table shop.orders stopped during the snapshot"
 
 
-def test_measured_sink_settings_travel_to_spark_tasks_as_the_plain_sink() -> None:
-    inner = ConsoleSinkConfig(max_rows_per_table=3)
+def test_the_stored_checkpoint_follows_the_engine(tmp_path: Path) -> None:
+    """What the verifier reads: unknown before the engine loaded, then every checkpoint stored,
+    reported by the enumerator after its store's load and each save."""
     progress, _, _ = listener()
-    shipped = pickle.loads(pickle.dumps(MeasuredSinkConfig(inner, progress)))
-    assert shipped == inner and type(shipped) is ConsoleSinkConfig
+    store = FileCheckpointStore(tmp_path, "shop")
+    enumerator = SplitEnumerator(runtime(), store, None, progress)
+    assert progress.stored_checkpoint() is None
+    assert enumerator.load_checkpoint() is None
+    assert progress.stored_checkpoint() == StoredCheckpoint(None)
+    snapshotted = Checkpoint(snapshot_done=True, snapshot_end_offset=BinlogOffset("b.000001", 100))
+    enumerator.save(snapshotted)
+    assert progress.stored_checkpoint() == StoredCheckpoint(snapshotted)
+    assert applied_offset(snapshotted) == BinlogOffset("b.000001", 100)
+    assert store.load() == snapshotted  # the typed store round-trips what it was given
+    streaming = replace(snapshotted, binlog_offset=BinlogOffset("b.000002", 7))
+    enumerator.save(streaming)
+    stored = progress.stored_checkpoint()
+    assert stored is not None and applied_offset(stored.checkpoint) == BinlogOffset("b.000002", 7)
 
 
-def test_measured_sinks_are_still_what_they_are() -> None:
-    """Checks of a sink's kind (EvolvingSink, writes_in_driver) see through the measuring."""
-    from sparkcdc.engine.schema_changes import EvolvingSink
-    from sparkcdc.sinks.base import writes_in_driver
-
-    class Evolving(ConsoleSinkConfig):
-        writes_in_driver = True
-
-        def open(self) -> Any:
-            sink = super().open()
-            sink.evolve_table = lambda *args: []  # type: ignore[attr-defined]
-            return sink
-
-    progress, _, _ = listener()
-    config = MeasuredSinkConfig(Evolving(), progress)
-    assert writes_in_driver(config) and config.describe() == "console"
-    assert isinstance(config.open(), EvolvingSink)
-    assert not isinstance(MeasuredSinkConfig(ConsoleSinkConfig(), progress).open(), EvolvingSink)
+def runtime() -> PipelineRuntime:
+    return build_runtime(pipeline(), lambda ref, path: SecretStr("pw"))
 
 
 def test_metrics_port_from_the_environment() -> None:

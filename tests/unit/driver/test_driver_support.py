@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reconcile_fixtures import pipeline, pipeline_obj
 
+from harness.reconcile_fixtures import pipeline, pipeline_obj
 from sparkcdc.api import CdcPipeline, SecretRefError
 from sparkcdc.controller.builders import secret_env_name
 from sparkcdc.core.checkpoint import Checkpoint, TablePlan, decode, encode
@@ -26,20 +26,27 @@ ORDERS, ITEMS = TableId("shop", "orders"), TableId("shop", "order_items")
 
 
 class MemoryStore:
-    """Stands in for StatusCheckpointStore: the same load/save/carry/flush contract."""
+    """Stands in for StatusCheckpointStore: the same typed load/save, carry/carried and flush."""
 
     def __init__(self, document: dict[str, Any] | None) -> None:
         self.document, self.saves = document, 0
-        self.carried: dict[str, Any] = {}
+        self.carry_values: dict[str, Any] = {}
 
-    def load(self) -> dict[str, Any] | None:
-        return self.document
+    def load(self) -> Checkpoint | None:
+        if self.document is None:
+            return None
+        # As the real store: keys it carries come back from the stored document.
+        self.carry_values = {k: v for k, v in self.document.items() if k == "resnapshotNonce"}
+        return decode(self.document)
 
     def carry(self, key: str, value: Any) -> None:
-        self.carried[key] = value
+        self.carry_values[key] = value
 
-    def save(self, document: dict[str, Any]) -> None:
-        self.document, self.saves = {**self.carried, **document}, self.saves + 1
+    def carried(self, key: str) -> Any:
+        return self.carry_values.get(key)
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        self.document, self.saves = {**self.carry_values, **encode(checkpoint)}, self.saves + 1
 
     def flush(self) -> None:
         pass
@@ -84,7 +91,7 @@ def test_resnapshot_without_tables_resets_all_and_first_run_only_records() -> No
     assert store.document is not None and decode(store.document).plans == {}
     fresh = MemoryStore(None)
     apply_resnapshot(fresh, pipeline(resnapshotNonce="n3"))  # type: ignore[arg-type]
-    assert fresh.saves == 0 and fresh.carried == {"resnapshotNonce": "n3"}
+    assert fresh.saves == 0 and fresh.carry_values == {"resnapshotNonce": "n3"}
 
 
 def test_assigned_server_ids_fill_an_unset_spec() -> None:
