@@ -7,12 +7,9 @@ so every writer of a pipeline checks the same fence row.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from sparkcdc.core.fence import Fence
-
-if TYPE_CHECKING:
-    from sparkcdc.sinks.jdbc.sink import JdbcSink
+from sparkcdc.sinks.base import Sink
 
 
 @dataclass(frozen=True)
@@ -29,7 +26,9 @@ class JdbcSinkConfig:
     # Set by claim_fence in the starting driver; pickled with the config into Spark tasks.
     fence: Fence | None = None
 
-    def open(self) -> JdbcSink:
+    def open(self) -> Sink:
+        # Imported here: settings pickled into a Spark task import the sink (and its database
+        # drivers) only when a task opens it, and the sink's module may import these settings.
         from sparkcdc.sinks.jdbc.sink import JdbcSink
 
         return JdbcSink(self)
@@ -37,8 +36,10 @@ class JdbcSinkConfig:
     def claim_fence(self, fence: Fence) -> JdbcSinkConfig:
         """Raise the sink's fence for ``fence.pipeline`` to this driver's, and return the settings
         whose sinks write only while it is still this driver's (sinks.base.start_fenced)."""
+        from sparkcdc.sinks.jdbc.sink import JdbcSink
+
         fenced = replace(self, fence=fence)
-        sink = fenced.open()
+        sink = JdbcSink(fenced)
         try:
             sink.claim_fence()
         finally:

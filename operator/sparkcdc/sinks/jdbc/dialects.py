@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -15,8 +15,22 @@ from sparkcdc.sinks.jdbc.arrow_sql import insert_statements
 from sparkcdc.sinks.jdbc.sql import range_predicate
 from sparkcdc.sinks.targets import scoped
 
-if TYPE_CHECKING:
-    from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+
+class Target(Protocol):
+    """Where a dialect connects: the JDBC sink's settings (config.py) as far as a dialect reads
+    them, so that the dialects need not import the settings that choose them."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def database(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def password(self) -> str: ...
+    def describe(self) -> str: ...
 
 
 class Dialect(Protocol):
@@ -25,7 +39,7 @@ class Dialect(Protocol):
     share_lock: str
     insert_absent: tuple[str, str]
 
-    def connect(self, config: JdbcSinkConfig) -> Any: ...
+    def connect(self, config: Target) -> Any: ...
     def quote(self, name: str) -> str: ...
     def begin(self, cur: Any) -> None: ...
     def create_table_sql(self, schema: TableSchema) -> str: ...
@@ -87,7 +101,7 @@ class MySqlDialect:
         # a schema change alters the columns.
         self._upsertable: dict[tuple[str, tuple[str, ...]], bool] = {}
 
-    def connect(self, config: JdbcSinkConfig) -> Any:
+    def connect(self, config: Target) -> Any:
         import pymysql
 
         try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,13 +37,11 @@ from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.geometry import ewkb_array
+from sparkcdc.sinks.jdbc.dialects import Target
 from sparkcdc.sinks.jdbc.evolution import pg_default
 from sparkcdc.sinks.jdbc.pg_rank import StringRank, candidates_predicate, quote_ident, rank_index_sql
 from sparkcdc.sinks.jdbc.sql import key_in_list_predicate, range_predicate
 from sparkcdc.sinks.targets import scoped
-
-if TYPE_CHECKING:
-    from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 
 __all__ = ["PostgresDialect", "StringRank", "candidates_predicate", "copy_csv", "pg_type"]
 
@@ -132,7 +130,7 @@ class PostgresDialect:
         # GEOMETRY columns become PostGIS ``geometry`` when the target has the extension (geometry.py).
         self.postgis = False
 
-    def connect(self, config: JdbcSinkConfig) -> Any:
+    def connect(self, config: Target) -> Any:
         import psycopg
 
         params: dict[str, str] = dict(getattr(config, "params", None) or {})
