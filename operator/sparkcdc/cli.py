@@ -1,10 +1,21 @@
-"""The ``sparkcdc`` command line."""
+"""The ``sparkcdc`` command line.
+
+Every command exits with the codes of ``sparkcdc.errors``: 0 done, 1 verify found a difference,
+2 bad input (an invalid manifest, or the input or environment stopped the command), 4 a run ended
+with failed tables, 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sparkcdc.exit_codes import EXIT_INTERRUPTED, EXIT_USER_ERROR
+
+if TYPE_CHECKING:
+    from sparkcdc.api.manifest import Manifest
 
 
 def _cmd_crd(args: argparse.Namespace) -> int:
@@ -14,15 +25,23 @@ def _cmd_crd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_validate(args: argparse.Namespace) -> int:
+def _load(files: Sequence[str]) -> Manifest | None:
+    """The manifests in ``files``, or None after printing every problem (exit EXIT_USER_ERROR):
+    the same for every command that reads manifests."""
     from sparkcdc.api.manifest import ManifestError, load_manifests
 
     try:
-        manifest = load_manifests(args.files)
+        return load_manifests(files)
     except ManifestError as err:
         for line in err.messages:
             print(line, file=sys.stderr)
-        return 1
+        return None
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    manifest = _load(args.files)
+    if manifest is None:
+        return EXIT_USER_ERROR
     for loaded in manifest.pipelines:
         print(f"{loaded.location}: CdcPipeline {loaded.pipeline.metadata.name} is valid")
     return 0
@@ -31,24 +50,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sparkcdc.api.manifest import ManifestError, load_manifests
     from sparkcdc.driver.local import run_local
     from sparkcdc.errors import USER_ERRORS
 
-    try:
-        manifest = load_manifests(args.files)
-    except ManifestError as err:
-        for line in err.messages:
-            print(line, file=sys.stderr)
-        return 1
+    manifest = _load(args.files)
+    if manifest is None:
+        return EXIT_USER_ERROR
     try:
         return run_local(manifest, Path(args.state_dir), exit_when_caught_up=args.exit_when_caught_up)
     except USER_ERRORS as err:
         print(f"sparkcdc: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("sparkcdc: interrupted; rerun the same command to resume from the checkpoint", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -74,18 +89,14 @@ def _cmd_driver(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sparkcdc.api.manifest import ManifestError, load_manifests
     from sparkcdc.driver.verify_local import verify_local
     from sparkcdc.errors import USER_ERRORS
     from sparkcdc.verify.recheck import RecheckSettings
     from sparkcdc.verify.runner import VerifyOptions
 
-    try:
-        manifest = load_manifests(args.files)
-    except ManifestError as err:
-        for line in err.messages:
-            print(line, file=sys.stderr)
-        return 2
+    manifest = _load(args.files)
+    if manifest is None:
+        return EXIT_USER_ERROR
     tables = tuple(t.strip() for entry in args.tables or () for t in entry.split(",") if t.strip())
     options = VerifyOptions(
         tables=tables,
@@ -98,10 +109,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         code, _ = verify_local(manifest, Path(args.state_dir), options, report_path=report)
     except USER_ERRORS as err:
         print(f"sparkcdc: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("sparkcdc: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return code
 
 
@@ -150,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="compare each captured table of the sink with its source chunk by chunk (checksums, no locks)",
         description="Exit code 0 when every chunk matches, 1 when some differ (or could not be shown to "
-        "match), 2 on bad input.",
+        "match), 2 on bad input (an invalid manifest, an unreachable source or sink).",
     )
     verify.add_argument("files", nargs="+")
     verify.add_argument(

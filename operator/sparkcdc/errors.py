@@ -1,4 +1,5 @@
-"""The errors that mean "the input or the environment is wrong", shown without a traceback."""
+"""The errors that mean "the input or the environment is wrong", shown without a traceback
+(exit code ``exit_codes.EXIT_USER_ERROR``)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from sparkcdc.driver.progress import RichProgress
 from sparkcdc.engine.enumerator import SplitEnumerator
 from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
 from sparkcdc.engine.table_failures import failed_tables
+from sparkcdc.exit_codes import EXIT_OK, EXIT_TABLES_FAILED
 from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import writes_in_driver
 from sparkcdc.spark.lazy_session import LazySession
@@ -22,10 +23,6 @@ from sparkcdc.spark.session import create_context, create_session, delta_conf, l
 from sparkcdc.state.file_store import FileCheckpointStore
 
 log = logging.getLogger(__name__)
-
-# The run ended (caught up, stopped or snapshot-only done) with tables stopped while the others
-# went on (engine/table_failures.py, unsupported DDL, vanished tables): docs/operations.md.
-TABLES_FAILED = 4
 
 
 def runtimes_of(manifest: Manifest, options: EngineOptions | None = None) -> list[PipelineRuntime]:
@@ -103,7 +100,9 @@ def run_local(
         raise errors[0]
     for line in failed:
         print(f"sparkcdc: {line}", file=sys.stderr)
-    return TABLES_FAILED if failed else 0
+    # Tables stopped while the others went on (engine/table_failures.py, unsupported DDL,
+    # vanished tables): docs/operations.md.
+    return EXIT_TABLES_FAILED if failed else EXIT_OK
 
 
 def _run_guarded(

@@ -18,6 +18,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.driver.local import runtimes_of, sink_spark_conf
 from sparkcdc.driver.progress import LiveDisplay
+from sparkcdc.exit_codes import EXIT_DIFFERS, EXIT_OK, EXIT_USER_ERROR
 from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
@@ -111,7 +112,7 @@ def verify_local(
     runtimes = runtimes_of(manifest, engine)
     if not runtimes:
         console.print("sparkcdc: no CdcPipeline in the given files")
-        return 2, []
+        return EXIT_USER_ERROR, []
     own_session = spark is None
     if spark is None:
         parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
@@ -141,4 +142,4 @@ def verify_local(
     if report_path is not None:
         write_report(report_path, reports)
         console.print(f"report written to {report_path}")
-    return (0 if all(r.ok for r in reports) else 1), reports
+    return (EXIT_OK if all(r.ok for r in reports) else EXIT_DIFFERS), reports

@@ -13,16 +13,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from binlog_support import Case, RandomWriter, assert_same_rows
+from binlog_support import Case, assert_same_rows
 
 from harness.runner import RunResult
+from harness.writer import RandomWriter
 from sparkcdc.core.checkpoint import Phase
 from sparkcdc.core.tables import TableId
+from sparkcdc.exit_codes import EXIT_TABLES_FAILED
 from sparkcdc.testing.postgres import PostgresServer
 
 ROWS = 300
 GOOD = ("good_a", "good_b")
-TABLES_FAILED = 4
 
 
 def _create(case: Case, bad_value: str) -> None:
@@ -41,19 +42,19 @@ class Writer(RandomWriter):
     """Small transactions on the good tables (and short values into ``bad``) until stopped."""
 
     def __init__(self, case: Case) -> None:
-        super().__init__(case, 14, pause=0.01)
+        super().__init__(case.server, 14, db=case.db, pause=0.01)
         self._next = ROWS + 1
 
     def op(self, cur: Any) -> None:
-        table = f"`{self._case.db}`.`{self._rng.choice([*GOOD, 'bad'])}`"
-        kind = self._rng.choice(["insert", "update", "update", "delete"])
-        key = self._rng.randint(1, self._next - 1)
+        table = f"`{self.db}`.`{self.rng.choice([*GOOD, 'bad'])}`"
+        kind = self.rng.choice(["insert", "update", "update", "delete"])
+        key = self.rng.randint(1, self._next - 1)
         if kind == "insert":
             cur.execute(f"INSERT INTO {table} VALUES (%s, %s, %s)", (self._next, "new", self._next % 7))
             self._next += 1
         elif kind == "update":
             cur.execute(
-                f"UPDATE {table} SET v = %s, n = n + 1 WHERE id = %s", (str(self._rng.randint(0, 999)), key)
+                f"UPDATE {table} SET v = %s, n = n + 1 WHERE id = %s", (str(self.rng.randint(0, 999)), key)
             )
         else:
             cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
@@ -61,7 +62,7 @@ class Writer(RandomWriter):
 
 def _assert_bad_failed(case: Case, pipeline: str, result: RunResult, *markers: str) -> str:
     """``bad`` failed alone, named in the checkpoint and in the run's output; its message."""
-    assert result.returncode == TABLES_FAILED, result.describe()
+    assert result.returncode == EXIT_TABLES_FAILED, result.describe()
     checkpoint = case.checkpoint(pipeline)
     assert checkpoint is not None
     bad = TableId(case.db, "bad")

@@ -26,7 +26,7 @@ def test_validate_reference_manifest(capsys: pytest.CaptureFixture[str]) -> None
 def test_validate_reports_every_problem_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     bad = str(MANIFESTS / "bad" / "negative_chunk_size.yaml")
     two = str(MANIFESTS / "bad" / "two_sinks.yaml")
-    assert main(["validate", bad, two]) == 1
+    assert main(["validate", bad, two]) == 2  # bad input: the same code as run and verify
     out, err = capsys.readouterr()
     assert out == ""
     assert err == (

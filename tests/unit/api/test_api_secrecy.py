@@ -87,7 +87,7 @@ def test_password_is_not_in_messages(text: str, tmp_path: Path, capsys: pytest.C
     assert info.value.messages
     assert PASSWORD not in str(info.value)
     assert PASSWORD not in repr(info.value)
-    assert main(["validate", str(path)]) == 1
+    assert main(["validate", str(path)]) == 2
     out, err = capsys.readouterr()
     assert PASSWORD not in out + err
 
