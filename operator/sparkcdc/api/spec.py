@@ -131,7 +131,8 @@ class BinlogSpec(ApiModel):
     parallel_catchup_threshold_bytes: int = Field(
         default=256 * 1024 * 1024,
         ge=0,
-        description="Binlog backlog above which ranges are decoded by parallel Spark tasks; 0 turns it off.",
+        description="Binlog backlog above which ranges are decoded by parallel Spark tasks, at the start and "
+        "whenever the live reader falls this far behind; 0 turns it off.",
     )
 
 

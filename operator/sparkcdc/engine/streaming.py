@@ -27,6 +27,7 @@ from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.engine.backlog import LAG_CHECK_SECONDS, BacklogProbe
 from sparkcdc.engine.cascading import CascadeFollower
 from sparkcdc.engine.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.engine.listener import BatchCommit, PipelineListener
@@ -94,6 +95,8 @@ class StreamSettings:
     catchup: CatchupSettings | None = None
     # The source's @@server_id at start: the live reader refuses a (re)connection to another.
     source_server_id: int | None = None
+    # How often the live reader asks whether it fell behind far enough for catch-up (backlog.py).
+    lag_check_seconds: float = LAG_CHECK_SECONDS
 
 
 class _ReaderThread(threading.Thread):
@@ -168,30 +171,67 @@ class BinlogStreamer:
         )
 
     def run(self, checkpoint: Checkpoint, start: BinlogOffset, should_stop: Callable[[], bool]) -> Checkpoint:
-        """Stream from ``start`` until caught up (when ``stop_at`` is set) or ``should_stop``."""
+        """Stream from ``start`` until caught up (when ``stop_at`` is set) or ``should_stop``: parallel
+        catch-up while the backlog is large, at the start and whenever the live reader falls that
+        far behind (engine/backlog.py), the live reader in between."""
         self._failures = StreamFailures(checkpoint, self._schemas, self._listener)
         self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
         if self._cascades:
             self._failures.link(self._cascades.plan.linked)
         event_filter = self.build_filter(checkpoint)
-        if self._settings.catchup is not None and self._cascades:
+        runner = self._catchup_runner()
+        behind = False
+        while True:
+            if runner is not None:
+                checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
+                start = self._with_gtid(start)
+            if behind:
+                self._listener.message(f"caught up with the source at {start}: the live reader follows again")
+            stop_at = self._settings.stop_at
+            if stop_at is not None and not stop_at > start:
+                return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
+            probe = None if runner is None else self._probe()
+            checkpoint, behind = self._stream_live(checkpoint, start, event_filter, should_stop, probe)
+            if not behind or probe is None:
+                return checkpoint
+            start = max(start, checkpoint.binlog_offset or start)
+            self._listener.message(
+                f"the live reader is {probe.last_backlog / 2**20:,.1f} MiB of binlog behind the source at "
+                f"{start}: parallel catch-up takes over"
+            )
+
+    def _catchup_runner(self) -> CatchupRunner | None:
+        if self._settings.catchup is None:
+            return None
+        if self._cascades:
             # Catch-up ranges reduce to net effects per table, losing where cascades happened.
             self._listener.message("parallel catch-up is off: referential actions are followed in order")
-        elif self._settings.catchup is not None:
-            runner = CatchupRunner(
-                self._settings.catchup,
-                self._source,
-                self._sink,
-                self._schemas,
-                self._listener,
-                self._save_done,
-                self._failures,
-            )
-            checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
-            start = self._with_gtid(start)
-        stop_at = self._settings.stop_at
-        if stop_at is not None and not stop_at > start:
-            return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
+            return None
+        return CatchupRunner(
+            self._settings.catchup,
+            self._source,
+            self._sink,
+            self._schemas,
+            self._listener,
+            self._save_done,
+            self._failures,
+        )
+
+    def _probe(self) -> BacklogProbe:
+        assert self._settings.catchup is not None
+        threshold = self._settings.catchup.threshold_bytes
+        return BacklogProbe(self._source, threshold, self._settings.lag_check_seconds)
+
+    def _stream_live(
+        self,
+        checkpoint: Checkpoint,
+        start: BinlogOffset,
+        event_filter: BinlogSplitFilter,
+        should_stop: Callable[[], bool],
+        probe: BacklogProbe | None,
+    ) -> tuple[Checkpoint, bool]:
+        """The live reader from ``start``; returns the checkpoint and whether it stopped because the
+        source ran ``probe``'s threshold ahead of it (everything up to the checkpoint committed)."""
         reader = StreamingChangeReader(
             self._source,
             self._settings.server_id,
@@ -203,7 +243,7 @@ class BinlogStreamer:
         thread = _ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
         thread.start()
         try:
-            return self._consume(thread, checkpoint, event_filter, should_stop)
+            return self._consume(thread, checkpoint, event_filter, should_stop, probe)
         finally:
             # Not reader.close() from this thread: it would race the reader's blocked socket read.
             # request_stop wakes that read, so the reader closes its own connection right away
@@ -218,7 +258,8 @@ class BinlogStreamer:
         checkpoint: Checkpoint,
         event_filter: BinlogSplitFilter,
         should_stop: Callable[[], bool],
-    ) -> Checkpoint:
+        probe: BacklogProbe | None,
+    ) -> tuple[Checkpoint, bool]:
         spec = self._settings.binlog
         stop_at = self._settings.stop_at
         interval = spec.batch_interval_ms / 1000
@@ -231,7 +272,7 @@ class BinlogStreamer:
             if item is _END:
                 if thread.error is not None:
                     raise thread.error
-                return self._commit(batch, checkpoint)
+                return self._commit(batch, checkpoint), False
             if isinstance(item, ChangeEvent):
                 if item.table not in self._failures:
                     batch.open_events.extend(event_filter.filter_event(item))
@@ -260,8 +301,12 @@ class BinlogStreamer:
             if batch.end is not None and (due or caught_up or should_stop()):
                 checkpoint = self._commit(batch, checkpoint)
                 batch = batch.next()
+                # The open transaction's events are dropped: catch-up reads it again from the
+                # committed boundary.
+                if probe is not None and not caught_up and probe.behind(_offset(checkpoint)):
+                    return checkpoint, True
             if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
-                return checkpoint
+                return checkpoint, False
 
     def _mark_cascades(self, batch: Batch, event: ChangeEvent, event_filter: BinlogSplitFilter) -> None:
         if self._cascades:

@@ -104,12 +104,14 @@ def consume(
     streamer = BinlogStreamer(source, sink, schemas, StreamSettings(9, spec), listener, save)
     base = checkpoint or Checkpoint(binlog_offset=off(4))
     streamer._failures = StreamFailures(base, streamer._schemas, listener)
-    result = streamer._consume(
+    result, behind = streamer._consume(
         ScriptedThread(items),  # type: ignore[arg-type]
         base,
         streamer.build_filter(base),
         lambda: False,
+        None,
     )
+    assert not behind
     return result, sink, saved, listener
 
 
@@ -213,9 +215,41 @@ def test_stop_at_returns_once_committed() -> None:
     streamer = BinlogStreamer(source, sink, {A: schema(A, "id", "v")}, settings, Warnings(), lambda c: None)
     thread = ScriptedThread([insert(A, 10, id=1, v=1), off(20), insert(A, 30, id=9, v=9), off(40)])
     base = Checkpoint(binlog_offset=off(4))
-    result = streamer._consume(thread, base, streamer.build_filter(base), lambda: False)  # type: ignore[arg-type]
-    assert result.binlog_offset == off(20)
+    result, behind = streamer._consume(thread, base, streamer.build_filter(base), lambda: False, None)  # type: ignore[arg-type]
+    assert result.binlog_offset == off(20) and not behind
     assert len([e for e in sink.log if e[0] == "apply"]) == 1
+
+
+class AlwaysBehind:
+    """A backlog probe whose source is always far ahead."""
+
+    last_backlog = 10**9
+
+    def __init__(self) -> None:
+        self.asked: list[BinlogOffset] = []
+
+    def behind(self, committed: BinlogOffset) -> bool:
+        self.asked.append(committed)
+        return True
+
+
+def test_falling_behind_hands_over_at_the_committed_boundary() -> None:
+    """Past the backlog threshold the live loop stops right after a commit: everything up to the
+    checkpoint is in the sink, the open transaction is left for catch-up to read again."""
+    sink, saved = RecordingSink(), list[Checkpoint]()
+    spec = BinlogSpec(batch_interval_ms=3_600_000, batch_rows=1)
+    source: Any = None
+    streamer = BinlogStreamer(
+        source, sink, {A: schema(A, "id", "v")}, StreamSettings(9, spec), Warnings(), saved.append
+    )
+    thread = ScriptedThread([insert(A, 10, id=1, v=1), off(20), insert(A, 30, id=2, v=2), off(40)])
+    base, probe = Checkpoint(binlog_offset=off(4)), AlwaysBehind()
+    result, behind = streamer._consume(thread, base, streamer.build_filter(base), lambda: False, probe)  # type: ignore[arg-type]
+    assert behind and result.binlog_offset == off(20) and probe.asked == [off(20)]
+    assert [e for e in sink.log if e[0] == "apply"] == [
+        ("apply", ("shop.a", ("id", "v"), [(("id", 1), ("v", 1))]))
+    ]
+    assert saved[-1].binlog_offset == off(20)
 
 
 def test_live_reader_id_is_the_end_of_the_range() -> None:
