@@ -19,7 +19,7 @@ from operator_harness import (
     pods_of,
 )
 
-from sparkcdc.state.status_codec import decode_value
+from sparkcdc.kube.status_codec import decode_value
 from sparkcdc.testing.kube import ControlPlane, wait_until
 from sparkcdc.testing.noderunner import NodeRunner
 

@@ -4,12 +4,12 @@ the pipelines are suspended, and the tests play operator by patching status.driv
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
 from operator_harness import Pipelines, manifest
 
+from harness.waiting import wait_until
 from sparkcdc.kube.client import KubeClient
 from sparkcdc.kube.status_codec import decode_value
 from sparkcdc.kube.status_store import FencedError, StatusCheckpointStore
@@ -115,9 +115,7 @@ def test_writes_are_rate_limited_and_coalesced(control_plane: ControlPlane, pipe
         writer.save_document({"version": 1, "n": n})
     assert writer.writes == 1  # the first; the rest wait for the next allowed moment
     now[0] += 1.0  # the interval has passed: the background thread writes at its next look
-    deadline = time.monotonic() + 5
-    while writer.writes < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: writer.writes >= 2, timeout=5, message="the held-back write never happened")
     assert writer.writes == 2  # only the latest document, once
     assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 19}
     writer.close()
@@ -130,15 +128,15 @@ def test_background_fencing_surfaces_on_the_next_save(
     writer.save_document({"version": 1, "n": 0})
     writer.save_document({"version": 1, "n": 1})  # pending
     pipelines.patch_status("store", {"driver": {"epoch": 6}})
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+
+    def fenced() -> bool:
         try:
             writer.save_document({"version": 1, "n": 2})
         except FencedError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the background write's FencedError never surfaced")
+            return True
+        return False
+
+    wait_until(fenced, timeout=5, message="the background write's FencedError never surfaced")
     assert decode_value(pipelines.status("store")["checkpoint"]) == {"version": 1, "n": 0}
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "jdbc_sink",
     "load_checkpoint",
     "pipeline_manifest",
+    "run_cli",
     "run_sparkcdc",
     "subprocess_env",
 ]
@@ -354,6 +355,25 @@ class SparkcdcProcess:
     def __exit__(self, *exc: object) -> None:
         if self.process.poll() is None:
             self.kill()
+
+
+def run_cli(args: Sequence[str], *, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
+    """``python -m sparkcdc ARGS`` to the end, its output captured as text: with the environment of
+    a ``sparkcdc run`` subprocess and the class-data archive of Spark's classes the runs share."""
+    jvm_options, archive = _jvm_options()
+    ok = False
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sparkcdc", *args],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(jvm_options=jvm_options),
+            timeout=timeout,
+        )
+        ok = result.returncode == 0
+    finally:
+        _finish_archive(archive, ok=ok)
+    return result
 
 
 def run_sparkcdc(

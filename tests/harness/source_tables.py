@@ -1,51 +1,40 @@
 """Source tables the Kubernetes tests replicate: a database of ``(id, name, price)`` tables and a writer
-that changes them (inserts, updates, key changes, deletes, small transactions) until stopped."""
+that changes them (inserts, updates, key changes, deletes, small transactions) until stopped, a
+``harness.writer.RandomWriter``."""
 
 from __future__ import annotations
 
 import contextlib
-import random
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from harness.mariadb import unique_name
+from harness.writer import RandomWriter
 from sparkcdc.testing.mariadb import MariaDBServer
 
 
-class Writer(threading.Thread):
+class Writer(RandomWriter):
     """Inserts, updates (also of the primary key) and deletes rows of ``db.table(id, name, price)``,
-    single statements and small multi-statement transactions, until stopped."""
+    single statements and small multi-statement transactions, until stopped; ``ops`` counts them
+    by kind (``txn``: the multi-statement transactions)."""
 
     def __init__(self, mariadb: MariaDBServer, db: str, table: str, next_id: int, seed: int) -> None:
-        super().__init__(name=f"writer-{table}", daemon=True)
-        self.mariadb, self.db, self.table, self.next_id = mariadb, db, table, next_id
-        self.rng = random.Random(seed)
+        super().__init__(mariadb, seed, db=db, name=f"writer-{table}")
+        self.mariadb, self.table, self.next_id = mariadb, table, next_id
         self.ops: dict[str, int] = {"insert": 0, "update": 0, "rekey": 0, "delete": 0, "txn": 0}
-        self.error: BaseException | None = None
-        self._halt = threading.Event()
 
-    def run(self) -> None:
-        conn = self.mariadb.root_connection(self.db)
-        try:
-            with conn.cursor() as cur:
-                while not self._halt.is_set():
-                    if self.rng.random() < 0.15:
-                        cur.execute("BEGIN")
-                        for _ in range(self.rng.randint(2, 5)):
-                            self._one(cur)
-                        cur.execute("COMMIT")
-                        self.ops["txn"] += 1
-                    else:
-                        self._one(cur)
-                    time.sleep(self.rng.uniform(0.03, 0.12))
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()
+    def transaction(self, cur: Any) -> None:
+        if self.rng.random() < 0.15:
+            for _ in range(self.rng.randint(2, 5)):
+                self.op(cur)
+            self.ops["txn"] += 1
+        else:
+            self.op(cur)
 
-    def _one(self, cur: Any) -> None:
+    def pause_seconds(self) -> float:
+        return self.rng.uniform(0.03, 0.12)
+
+    def op(self, cur: Any) -> None:
         t, rng = f"`{self.table}`", self.rng
         victim = rng.randrange(1, self.next_id)
         kind = rng.choices(["insert", "update", "rekey", "delete"], weights=[4, 4, 1, 2])[0]
@@ -62,12 +51,6 @@ class Writer(threading.Thread):
         else:
             cur.execute(f"DELETE FROM {t} WHERE id = %s", (victim,))
         self.ops[kind] += 1
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(timeout=30)
-        if self.error is not None:
-            raise self.error
 
 
 @contextlib.contextmanager

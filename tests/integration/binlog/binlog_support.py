@@ -3,23 +3,20 @@
 A ``Case`` is a fresh source database on a MariaDB server (the shared one, or a test's own
 when it purges or rotates binlogs), sink databases named ``<db>_<suffix>_replica`` (the ``cdc``
 account may write ``%_replica``), and a work directory for manifests, checkpoints, changelogs
-and logs. ``sparkcdc run`` runs as a subprocess (tests/harness/runner.py).
+and logs. ``sparkcdc run`` runs as a subprocess (tests/harness/runner.py); a writer beside the
+pipeline is a ``harness.writer.RandomWriter``.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import random
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import yaml
 
 from harness.mariadb import unique_name
@@ -272,67 +269,3 @@ def replay_changelog(directory: Path, key: Callable[[dict[str, Any]], Any]) -> d
         else:
             table.pop(key(data), None)
     return table
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
-
-
-# -- a writer beside the pipeline -----------------------------------------------------------------
-
-
-class RandomWriter:
-    """Random small transactions on the source, in a thread of their own, until stopped.
-
-    A subclass says what one operation is (``op``); each transaction holds 1 to ``most`` of them,
-    so a batch of the pipeline sees multi-row and multi-table transactions. ``stop`` (or leaving
-    the ``with`` block) raises whatever the writer met, so a broken writer fails its test.
-    """
-
-    def __init__(self, case: Case, seed: int, *, most: int = 3, pause: float = 0.005) -> None:
-        self._case, self._rng = case, random.Random(seed)
-        self._most, self._pause = most, pause
-        self._stop = threading.Event()
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
-
-    def op(self, cur: Any) -> None:
-        raise NotImplementedError
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
-
-    def __enter__(self) -> RandomWriter:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        server = self._case.server
-        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
-        try:
-            while not self._stop.is_set():
-                with conn.cursor() as cur:
-                    for _ in range(self._rng.randint(1, self._most)):
-                        self.op(cur)
-                conn.commit()
-                self.transactions += 1
-                time.sleep(self._pause)
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()

@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from binlog_support import Case, new_case
 
+from harness.waiting import wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
 
 
@@ -34,16 +34,19 @@ def lost_case(own_server: MariaDBServer, tmp_path: Path) -> Iterator[Case]:
 def _purge_through(case: Case, file: str) -> str:
     """Rotate and purge until ``file`` is gone (the server keeps a file until its binlog
     checkpoint moved past it); returns the oldest file left."""
-    deadline = time.monotonic() + 30
-    while True:
-        time.sleep(0.3)
+
+    def binlogs() -> list[str]:
+        return [str(r[0]) for r in case.execute("SHOW BINARY LOGS")]
+
+    def purged() -> str | None:
         case.execute("FLUSH BINARY LOGS")  # expired files go now, too
-        newest = str(case.execute("SHOW BINARY LOGS")[-1][0])
-        case.execute(f"PURGE BINARY LOGS TO '{newest}'")
-        files = [str(r[0]) for r in case.execute("SHOW BINARY LOGS")]
-        if file not in files:
-            return files[0]
-        assert time.monotonic() < deadline, f"{file} is still there: {files}"
+        case.execute(f"PURGE BINARY LOGS TO '{binlogs()[-1]}'")
+        files = binlogs()
+        return files[0] if file not in files else None
+
+    return wait_until(
+        purged, timeout=30, interval=0.3, message=lambda: f"{file} to be purged (still there: {binlogs()})"
+    )
 
 
 def test_binlog_lost(lost_case: Case) -> None:

@@ -19,16 +19,15 @@ must exit 0, after which
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import pymysql
 import pytest
 from binlog_support import Case, assert_same_rows, replay_changelog
 
 from harness.runner import SparkcdcProcess
+from harness.writer import RandomWriter
 from sparkcdc.core.checkpoint import Checkpoint
 
 TABLES = ("c1", "c2", "c3")
@@ -54,40 +53,26 @@ def _create(case: Case) -> None:
     )
 
 
-class Writer:
-    """Random small transactions over the three tables until stopped; the only writer, so it
-    knows the live keys."""
+class Writer(RandomWriter):
+    """Random small transactions (1 to 4 operations) over the three tables until stopped; the
+    only writer, so it knows the live keys."""
 
     def __init__(self, case: Case) -> None:
-        self._case = case
-        self._rng = random.Random(SEED)
-        self._stop = threading.Event()
-        self.transactions = 0
-        self.error: BaseException | None = None
+        super().__init__(case.server, SEED, db=case.db, most=4, pause=0.01, name="chaos-writer")
         db = case.db
         self._keys: dict[str, list[tuple[Any, ...]]] = {
             t: [tuple(r) for r in case.execute(f"SELECT {', '.join(KEYS[t])} FROM `{db}`.`{t}`")]
             for t in TABLES
         }
         self._next = 10_000
-        self._thread = threading.Thread(target=self._run, name="chaos-writer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
 
     def _new_key(self, table: str) -> tuple[Any, ...]:
         """Mostly a free key inside the table's range (so the snapshot's last split does not
         grow without end), sometimes one above it."""
         used = {_norm_key(k) for k in self._keys[table]}
         while True:
-            if self._rng.random() < 0.8:
-                n = self._rng.randint(1, 3000 if table == "c1" else 1400)
+            if self.rng.random() < 0.8:
+                n = self.rng.randint(1, 3000 if table == "c1" else 1400)
             else:
                 self._next += 1
                 n = self._next
@@ -103,8 +88,8 @@ class Writer:
     def _where(self, table: str) -> str:
         return " AND ".join(f"`{c}` = %s" for c in KEYS[table])
 
-    def _op(self, cur: Any) -> None:
-        rng, db = self._rng, self._case.db
+    def op(self, cur: Any) -> None:
+        rng, db = self.rng, self.db
         table = rng.choice(TABLES)
         keys = self._keys[table]
         kind = rng.choices(["insert", "update", "rekey", "delete"], [2, 4, 1, 2])[0]
@@ -139,22 +124,6 @@ class Writer:
             cur.execute(f"DELETE FROM `{db}`.`{table}` WHERE {self._where(table)}", key)
             keys[index] = keys[-1]
             keys.pop()
-
-    def _run(self) -> None:
-        server = self._case.server
-        conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=False)
-        try:
-            while not self._stop.is_set():
-                with conn.cursor() as cur:
-                    for _ in range(self._rng.randint(1, 4)):
-                        self._op(cur)
-                conn.commit()
-                self.transactions += 1
-                time.sleep(0.01)
-        except BaseException as err:
-            self.error = err
-        finally:
-            conn.close()
 
 
 def _finished(cp: Checkpoint | None) -> int:

@@ -13,8 +13,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from binlog_support import Case, RandomWriter, assert_same_rows
+from binlog_support import Case, assert_same_rows
 
+from harness.writer import RandomWriter
 from sparkcdc.testing.postgres import PostgresServer
 
 SEED = 20261215
@@ -38,26 +39,26 @@ def _create(case: Case) -> None:
 
 class KeylessWriter(RandomWriter):
     def __init__(self, case: Case) -> None:
-        super().__init__(case, SEED)
+        super().__init__(case.server, SEED, db=case.db)
         self._ids = {t: list(range(1, 801)) for t in ("products_no_pk", "events_no_pk")}
         self._next = 10_000
 
     def op(self, cur: Any) -> None:
-        table = self._rng.choice(list(self._ids))
-        ids, name = self._ids[table], f"`{self._case.db}`.{table}"
-        kind = self._rng.choices(["insert", "update", "retype", "delete"], [3, 4, 2, 2])[0]
+        table = self.rng.choice(list(self._ids))
+        ids, name = self._ids[table], f"`{self.db}`.{table}"
+        kind = self.rng.choices(["insert", "update", "retype", "delete"], [3, 4, 2, 2])[0]
         if kind == "insert":
             self._next += 1
             cur.execute(
-                f"INSERT INTO {name} VALUES (%s, %s, 'new', 1.5)", (self._next, self._rng.choice(TYPES))
+                f"INSERT INTO {name} VALUES (%s, %s, 'new', 1.5)", (self._next, self.rng.choice(TYPES))
             )
             ids.append(self._next)
             return
-        index = self._rng.randrange(len(ids))
+        index = self.rng.randrange(len(ids))
         if kind == "update":
             cur.execute(f"UPDATE {name} SET weight = weight + 1 WHERE id = %s", (ids[index],))
         elif kind == "retype":  # moves the row to another split
-            cur.execute(f"UPDATE {name} SET type = %s WHERE id = %s", (self._rng.choice(TYPES), ids[index]))
+            cur.execute(f"UPDATE {name} SET type = %s WHERE id = %s", (self.rng.choice(TYPES), ids[index]))
         else:
             cur.execute(f"DELETE FROM {name} WHERE id = %s", (ids[index],))
             ids[index] = ids[-1]

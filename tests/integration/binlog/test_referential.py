@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from binlog_support import Case, RandomWriter, assert_same_rows
+from binlog_support import Case, assert_same_rows
 
+from harness.writer import RandomWriter
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.testing.postgres import PostgresServer
 
@@ -59,7 +60,7 @@ class FkWriter(RandomWriter):
     their children), and insert children under random parents, until stopped."""
 
     def __init__(self, case: Case) -> None:
-        super().__init__(case, SEED)
+        super().__init__(case.server, SEED, db=case.db)
         self._next = 100_000
         self.cascading = 0
 
@@ -68,13 +69,13 @@ class FkWriter(RandomWriter):
         return self._next
 
     def _pick(self, cur: Any, table: str) -> int | None:
-        cur.execute(f"SELECT id FROM `{self._case.db}`.{table} ORDER BY RAND({self._rng.random()}) LIMIT 1")
+        cur.execute(f"SELECT id FROM `{self.db}`.{table} ORDER BY RAND({self.rng.random()}) LIMIT 1")
         row = cur.fetchone()
         return None if row is None else int(row[0])
 
     def op(self, cur: Any) -> None:
-        db = self._case.db
-        kind = self._rng.choices(
+        db = self.db
+        kind = self.rng.choices(
             ["dept+", "emp+", "task+", "badge+", "dept-", "dept~", "emp-", "emp~", "emp="],
             [3, 4, 6, 2, 1, 1, 2, 2, 3],
         )[0]

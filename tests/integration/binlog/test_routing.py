@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from binlog_support import Case, RandomWriter, assert_same_rows, replay_changelog
+from binlog_support import Case, assert_same_rows, replay_changelog
 
+from harness.writer import RandomWriter
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.testing.postgres import PostgresServer
 
@@ -103,31 +104,32 @@ class ShardWriter(RandomWriter):
     too), updates, key changes and deletes, until stopped."""
 
     def __init__(self, case: Case, shards: list[tuple[str, str]]) -> None:
-        super().__init__(case, SEED, most=4, pause=0.01)  # one transaction may touch several shards
+        # One transaction may touch several shards.
+        super().__init__(case.server, SEED, db=case.db, most=4, pause=0.01)
         self._shards = shards
         self._keys = {s: list(range(1, SHARD_ROWS + 1)) for s in shards}
 
     def _free_key(self, shard: tuple[str, str]) -> int:
         used = set(self._keys[shard])
         while True:
-            key = self._rng.randint(1, SHARD_ROWS * 2)
+            key = self.rng.randint(1, SHARD_ROWS * 2)
             if key not in used:
                 return key
 
     def op(self, cur: Any) -> None:
-        shard = self._rng.choice(self._shards)
+        shard = self.rng.choice(self._shards)
         name = f"`{shard[0]}`.`{shard[1]}`"
         keys = self._keys[shard]
-        kind = self._rng.choices(["insert", "update", "rekey", "delete"], [2, 4, 1, 2])[0]
+        kind = self.rng.choices(["insert", "update", "rekey", "delete"], [2, 4, 1, 2])[0]
         if kind == "insert" or len(keys) < 20:
             key = self._free_key(shard)
-            cur.execute(f"INSERT INTO {name} VALUES (%s, %s, %s)", (key, f"i{key}", self._rng.randint(0, 99)))
+            cur.execute(f"INSERT INTO {name} VALUES (%s, %s, %s)", (key, f"i{key}", self.rng.randint(0, 99)))
             keys.append(key)
             return
-        index = self._rng.randrange(len(keys))
+        index = self.rng.randrange(len(keys))
         if kind == "update":
             cur.execute(
-                f"UPDATE {name} SET v = %s WHERE id = %s", (f"u{self._rng.randint(0, 10**6)}", keys[index])
+                f"UPDATE {name} SET v = %s WHERE id = %s", (f"u{self.rng.randint(0, 10**6)}", keys[index])
             )
         elif kind == "rekey":
             new = self._free_key(shard)

@@ -26,7 +26,7 @@ from sparkcdc.verify.report import ChunkDiff, PipelineReport, TableReport
 from sparkcdc.verify.runner import VerifyOptions
 
 
-def _verify(
+def run_verify(
     spark: Any, manifest: Path, state: Path, *, repair: bool = False, wait_seconds: float = 30
 ) -> tuple[int, TableReport]:
     options = VerifyOptions(repair=repair, recheck=RecheckSettings(wait_seconds=wait_seconds))
@@ -69,14 +69,14 @@ def verify_checks(request: dict[str, Any], spark: Any) -> None:
     store = FileCheckpointStore(state, runtime.name)
     SplitEnumerator(runtime, store, spark, PipelineListener()).run(exit_when_caught_up=True)
 
-    code, table = _verify(spark, manifest, state)
+    code, table = run_verify(spark, manifest, state)
     assert code == 0 and table.ok, table
     assert table.chunks >= 6 and table.source_rows == table.sink_rows == request["rows"], table
     assert table.rechecked == 0, table
     print("ok clean", flush=True)
 
     _edit_delta(spark, path)
-    code, table = _verify(spark, manifest, state)
+    code, table = run_verify(spark, manifest, state)
     assert code == 1 and len(table.differing) == 3, table
     deleted, inserted, altered = (_holding(table.differing, k) for k in (450, 1455, 2500))
     assert deleted.sink.rows == deleted.source.rows - 1 and deleted.sample_keys == ("450",), deleted
@@ -85,12 +85,12 @@ def verify_checks(request: dict[str, Any], spark: Any) -> None:
     assert all(d.status == "differ" and d.differing_rows == 1 for d in table.differing), table
     print("ok differences", flush=True)
 
-    code, table = _verify(spark, manifest, state, repair=True)
+    code, table = run_verify(spark, manifest, state, repair=True)
     assert code == 0 and table.ok, table
     repaired = sorted(d.split.index for d in table.repaired)
     assert repaired == sorted(d.split.index for d in (deleted, inserted, altered)), repaired
     print("ok repair", flush=True)
 
-    code, table = _verify(spark, manifest, state)
+    code, table = run_verify(spark, manifest, state)
     assert code == 0 and table.ok and table.rechecked == 0, table
     print("ok clean_after_repair", flush=True)

@@ -9,41 +9,45 @@ has caught up, a verification needs no re-check at all.
 
 from __future__ import annotations
 
-import random
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pymysql
-from verify_checks import _verify
+from verify_checks import run_verify
 
 from harness.runner import SparkcdcProcess, load_checkpoint
+from harness.writer import Address, RandomWriter
 from sparkcdc.core.offsets import BinlogOffset
 
 
-def _writer(conn: Any, table: str, rows: int, stop: threading.Event, done: list[int]) -> None:
-    rng = random.Random(5)
-    with conn.cursor() as cur:
-        while not stop.is_set():
-            key = rng.randint(1, 2 * rows + 50)
-            choice = rng.random()
-            if choice < 0.55:
-                cur.execute(
-                    f"UPDATE {table} SET qty = qty + 1, note = %s WHERE id = %s",
-                    (f"u{rng.random():.6f} ✓", key),
-                )
-            elif choice < 0.75:
-                cur.execute(f"INSERT IGNORE INTO {table} VALUES (%s, %s, 'new')", (key, rng.randint(0, 9)))
-            elif choice < 0.9:
-                cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
-            else:  # one transaction over several chunks
-                cur.execute("START TRANSACTION")
-                for other in rng.sample(range(1, 2 * rows), 5):
-                    cur.execute(f"UPDATE {table} SET qty = qty - 1 WHERE id = %s", (other,))
-                cur.execute("COMMIT")
-            done[0] += 1
-            time.sleep(rng.uniform(0.0, 0.04))
+class Writer(RandomWriter):
+    """Random single-row and multi-row transactions on ``table`` (``rows`` rows at the start),
+    until stopped."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__(Address(request["host"], request["port"]), 5, db=request["db"])
+        self.table, self.rows = request["table"], request["rows"]
+
+    def pause_seconds(self) -> float:
+        return self.rng.uniform(0.0, 0.04)
+
+    def transaction(self, cur: Any) -> None:
+        rng, table, rows = self.rng, self.table, self.rows
+        key = rng.randint(1, 2 * rows + 50)
+        choice = rng.random()
+        if choice < 0.55:
+            cur.execute(
+                f"UPDATE {table} SET qty = qty + 1, note = %s WHERE id = %s",
+                (f"u{rng.random():.6f} ✓", key),
+            )
+        elif choice < 0.75:
+            cur.execute(f"INSERT IGNORE INTO {table} VALUES (%s, %s, 'new')", (key, rng.randint(0, 9)))
+        elif choice < 0.9:
+            cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
+        else:  # one transaction over several chunks
+            for other in rng.sample(range(1, 2 * rows), 5):
+                cur.execute(f"UPDATE {table} SET qty = qty - 1 WHERE id = %s", (other,))
 
 
 def _applied(run: SparkcdcProcess, state: Path, name: str, target: BinlogOffset | None) -> None:
@@ -64,32 +68,27 @@ def start_pipeline(request: dict[str, Any]) -> SparkcdcProcess:
 
 def concurrent_checks(request: dict[str, Any], spark: Any, run: SparkcdcProcess) -> None:
     manifest, state = Path(request["manifest"]), Path(request["state"])
-    conn = pymysql.connect(
-        host=request["host"], port=request["port"], user="root", autocommit=True, database=request["db"]
-    )
-    stop, done = threading.Event(), [0]
-    thread = threading.Thread(
-        target=_writer, args=(conn, request["table"], request["rows"], stop, done), daemon=True
-    )
+    writer = Writer(request)
     try:
         _applied(run, state, request["name"], None)  # snapshot done, streaming
-        thread.start()
+        writer.start()
         time.sleep(1.0)
-        code, table = _verify(spark, manifest, state, wait_seconds=180)
+        code, table = run_verify(spark, manifest, state, wait_seconds=180)
         assert run.poll() is None, run.result().describe()
         assert code == 0 and table.ok, [d.to_json() for d in table.differing]
         assert table.rechecked > 0, "no chunk differed in the first pass: the writer did not overlap"
         print("ok no_false_differences", flush=True)
-        stop.set()
-        thread.join(timeout=30)
-        assert done[0] > 50, f"the writer committed only {done[0]} changes"
+    finally:
+        writer.stop()
+    assert writer.transactions > 50, f"the writer committed only {writer.transactions} changes"
+    conn = pymysql.connect(host=request["host"], port=request["port"], user="root", autocommit=True)
+    try:
         with conn.cursor() as cur:
             cur.execute("SHOW MASTER STATUS")
             file, pos = cur.fetchone()[:2]
-        _applied(run, state, request["name"], BinlogOffset(str(file), int(pos)))
-        code, table = _verify(spark, manifest, state)
-        assert code == 0 and table.ok and table.rechecked == 0, table
-        print("ok caught_up_clean", flush=True)
     finally:
-        stop.set()
         conn.close()
+    _applied(run, state, request["name"], BinlogOffset(str(file), int(pos)))
+    code, table = run_verify(spark, manifest, state)
+    assert code == 0 and table.ok and table.rechecked == 0, table
+    print("ok caught_up_clean", flush=True)

@@ -1,6 +1,6 @@
 """The Go catch-up decoder (mysql/binlog/native.py) against python-mysql-replication.
 
-The same binlog range over the type table of test_mysql_types_roundtrip.py (every type family
+The same binlog range over the type table of tests/harness/type_table.py (every type family
 but GEOMETRY, which the Go path leaves to Python; a non-UTC server time zone) is reduced by a
 catch-up task once with each decoder; the reduced rows and deleted keys must be identical. The
 range also holds key changes and deletes. Ranges the Go decoder cannot reproduce — a table whose
@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_mysql_types_roundtrip import DDL, ROWS, _insert, _random_rows
 
 from harness.mariadb import binlog_offset
+from harness.type_table import DDL, ROWS, insert_rows, random_rows
 from sparkcdc.core.catchup import CatchupRange
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.tables import TableId
@@ -66,8 +66,8 @@ def test_go_decoder_reduces_the_type_table_like_python(
     table = f"`{fresh_db}`.`types`"
     mariadb.execute(DDL.replace(", g GEOMETRY NULL", "").format(t=table))
     start = binlog_offset(mariadb)
-    rows = [{k: v for k, v in r.items() if k != "g"} for r in ROWS + _random_rows(300)]
-    _insert(mariadb, table, rows)
+    rows = [{k: v for k, v in r.items() if k != "g"} for r in ROWS + random_rows(300)]
+    insert_rows(mariadb, table, rows)
     mariadb.execute(f"UPDATE {table} SET tiu = 7, vc = 'updated ✓' WHERE id IN (1, 3, 150)")
     mariadb.execute(f"UPDATE {table} SET id = id + 10000 WHERE id BETWEEN 120 AND 140")  # key changes
     mariadb.execute(f"UPDATE {table} SET id = 130 WHERE id = 10130")  # and back

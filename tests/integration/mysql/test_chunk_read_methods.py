@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from test_mysql_types_roundtrip import DDL, ROWS, _insert, _random_rows
 
+from harness.type_table import DDL, ROWS, insert_rows, random_rows
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql import chunk_reader
@@ -36,7 +36,7 @@ def _both(
 @pytest.fixture
 def types_schema(mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str) -> Iterator[TableSchema]:
     mariadb.execute(DDL.format(t=f"`{fresh_db}`.`types`"))
-    _insert(mariadb, f"`{fresh_db}`.`types`", ROWS + _random_rows(300))
+    insert_rows(mariadb, f"`{fresh_db}`.`types`", ROWS + random_rows(300))
     conn = connect(source_config)
     try:
         yield load_table_schema(conn, TableId(fresh_db, "types"))

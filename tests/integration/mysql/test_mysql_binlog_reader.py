@@ -30,18 +30,25 @@ def _schemas(cfg: SourceConfig, *tables: TableId) -> dict[TableId, TableSchema]:
         conn.close()
 
 
+def _server_seconds(server: MariaDBServer) -> int:
+    """The server's clock, in whole seconds (as binlog events carry it)."""
+    return int(server.execute("SELECT UNIX_TIMESTAMP()")[0][0])
+
+
 def test_bounded_read(mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str) -> None:
     a, b = TableId(fresh_db, "a"), TableId(fresh_db, "b")
     mariadb.execute(f"CREATE TABLE `{fresh_db}`.a (id INT PRIMARY KEY, v VARCHAR(10))")
     mariadb.execute(f"CREATE TABLE `{fresh_db}`.b (id INT PRIMARY KEY, v VARCHAR(10))")
     schemas = _schemas(source_config, a, b)
     start = binlog_offset(mariadb)
+    began = _server_seconds(mariadb)
     mariadb.execute(f"INSERT INTO `{fresh_db}`.a VALUES (1, 'one'), (2, 'two'), (3, 'three')")  # one event
     mariadb.execute(f"INSERT INTO `{fresh_db}`.b VALUES (1, 'other')")
     mariadb.execute(f"UPDATE `{fresh_db}`.a SET id = 10, v = 'ten' WHERE id = 1")
     mariadb.execute("FLUSH BINARY LOGS")  # the read crosses into the next file
     mariadb.execute(f"DELETE FROM `{fresh_db}`.a WHERE id = 2")
     stop = binlog_offset(mariadb)
+    ended = _server_seconds(mariadb)
     mariadb.execute(f"INSERT INTO `{fresh_db}`.a VALUES (99, 'after')")  # after stop: not read
 
     events = list(read_changes(source_config, 4201, start, stop, {a: schemas[a]}))
@@ -61,7 +68,8 @@ def test_bounded_read(mariadb: MariaDBServer, source_config: SourceConfig, fresh
     update = events[3]
     assert update.before == {"id": 1, "v": "one"} and update.after == {"id": 10, "v": "ten"}
     assert events[4].before == {"id": 2, "v": "two"} and events[4].after is None
-    assert all(abs(e.ts_ms / 1000 - time.time()) < 600 for e in events)
+    # Each event's time is its statement's on the server's clock, in milliseconds.
+    assert all(began * 1000 <= e.ts_ms <= ended * 1000 for e in events), [e.ts_ms for e in events]
 
     # Reading up to an event's offset includes it; starting at it excludes it.
     head = list(read_changes(source_config, 4201, start, offsets[3], {a: schemas[a]}))
@@ -195,16 +203,33 @@ def test_server_id_clash_is_reported(
 def test_request_stop_ends_a_blocking_read(
     mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str
 ) -> None:
+    """A blocking read does not end at the end of the binlog (nor at a heartbeat): it returns once
+    ``request_stop`` is called from another thread, with the events before it.
+
+    Said by the order of events, not by timing: the read returns only after the stop was
+    requested, a second after its row arrived (the test's timeout bounds a read that would not
+    return at all)."""
     t = TableId(fresh_db, "idle")
     mariadb.execute(f"CREATE TABLE `{fresh_db}`.idle (id INT PRIMARY KEY)")
     schemas = _schemas(source_config, t)
     start = binlog_offset(mariadb)
     mariadb.execute(f"INSERT INTO `{fresh_db}`.idle VALUES (1)")
+    stop_requested = threading.Event()
     with BinlogChangeReader(source_config, 4204, schemas, blocking=True, heartbeat_seconds=0.2) as reader:
-        timer = threading.Timer(1.0, reader.request_stop)
-        timer.start()
-        began = time.monotonic()
-        seen = [e.after for e in reader.read(start)]  # would block forever at the end of the binlog
-        timer.join()
+
+        def stop() -> None:
+            stop_requested.set()
+            reader.request_stop()
+
+        timer = threading.Timer(1.0, stop)
+        seen = []
+        for event in reader.read(start):  # would block forever at the end of the binlog
+            seen.append(event.after)
+            if len(seen) == 1:
+                timer.start()  # once the row is read: the stop cannot drop it
+        returned_after_stop = stop_requested.is_set()
+        timer.cancel()  # a read that returned by itself is not stopped afterwards
+        if timer.ident is not None:
+            timer.join()
     assert seen == [{"id": 1}]
-    assert 0.9 < time.monotonic() - began < 30
+    assert returned_after_stop, "the read returned before request_stop: it did not block at the binlog's end"

@@ -12,7 +12,6 @@ the quiesced table.
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from harness.mariadb import binlog_offset
+from harness.writer import RandomWriter
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import Key, SnapshotSplit
@@ -36,50 +36,21 @@ from sparkcdc.testing.mariadb import MariaDBServer
 Rows = dict[Key, dict[str, Any]]
 
 
-class Writer:
-    """Random single- and multi-row changes, some in multi-statement transactions, until stopped."""
+class Writer(RandomWriter):
+    """Random single- and multi-row changes, some in multi-statement transactions, until stopped:
+    each transaction is the list of statements ``statements`` draws."""
 
     def __init__(
         self, server: MariaDBServer, statements: Callable[[random.Random], list[tuple[str, tuple[Any, ...]]]]
     ):
-        self._server = server
+        # Enough to land changes inside every bracket, few enough that the verifying replay of
+        # the whole binlog stays quick.
+        super().__init__(server, 1234, pause=0.002)
         self._statements = statements
-        self._stop = threading.Event()
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Writer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        if self.error is not None:
-            raise self.error
-
-    def _run(self) -> None:
-        rng = random.Random(1234)
-        conn = self._server.root_connection()
-        try:
-            with conn.cursor() as cur:
-                while not self._stop.is_set():
-                    batch = self._statements(rng)
-                    if len(batch) > 1:
-                        cur.execute("START TRANSACTION")
-                    for sql, params in batch:
-                        cur.execute(sql, params)
-                    if len(batch) > 1:
-                        cur.execute("COMMIT")
-                    self.transactions += 1
-                    # Enough to land changes inside every bracket, few enough that the
-                    # verifying replay of the whole binlog stays quick.
-                    time.sleep(0.002)
-        except BaseException as exc:  # surfaced in __exit__
-            self.error = exc
-        finally:
-            conn.close()
+    def transaction(self, cur: Any) -> None:
+        for sql, params in self._statements(self.rng):
+            cur.execute(sql, params)
 
 
 def _key(schema: TableSchema, row: Any) -> Key:

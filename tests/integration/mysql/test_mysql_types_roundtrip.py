@@ -4,8 +4,6 @@ same canonical values, for every type family, on a server whose time zone is not
 from __future__ import annotations
 
 import datetime as dt
-import random
-import struct
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -13,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.mariadb import SERVER_TIME_ZONE, binlog_offset
+from harness.type_table import DDL, ROWS, insert_rows, random_rows
 from sparkcdc.core.events import Op
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
@@ -23,162 +22,6 @@ from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
 
 UTC = dt.timezone.utc
-
-DDL = """
-CREATE TABLE {t} (
-  id INT PRIMARY KEY,
-  ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,
-  mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,
-  d65 DECIMAL(65,30), d10 DECIMAL(10,2), f FLOAT, db DOUBLE,
-  b1 BIT(1), b10 BIT(10), b64 BIT(64),
-  dte DATE, tm TIME, tm1 TIME(1), tm3 TIME(3), tm6 TIME(6),
-  dtm DATETIME, dtm6 DATETIME(6), ts TIMESTAMP(6) NULL DEFAULT NULL, ts0 TIMESTAMP NULL DEFAULT NULL,
-  yr YEAR,
-  ch CHAR(10), vc VARCHAR(50) CHARACTER SET utf8mb4, tx TEXT, lat VARCHAR(20) CHARACTER SET latin1,
-  bn BINARY(8), vb VARBINARY(20), bl BLOB,
-  e ENUM('a','b','c'), s SET('x','y','z'),
-  j JSON, g GEOMETRY NULL
-)
-"""
-
-ROWS: list[dict[str, Any]] = [
-    dict(
-        id=1,
-        ti=-128,
-        tiu=255,
-        si=-32768,
-        siu=65535,
-        mi=-8388608,
-        miu=16777215,
-        i=-2147483648,
-        iu=4294967295,
-        bi=-(2**63),
-        biu=18446744073709551615,
-        d65=Decimal("-12345678901234567890123456789012345.123456789012345678901234567891"),
-        d10=Decimal("-99999999.99"),
-        f=3.1415927,
-        db=1.7976931348623157e308,
-        b1=1,
-        b10=0b1111111111,
-        b64=2**64 - 1,
-        dte="1000-01-01",
-        tm="-838:59:59",
-        tm1="-00:00:00.5",
-        tm3="-12:34:56.789",
-        tm6="-838:59:58.999999",
-        dtm="1000-01-01 00:00:00",
-        dtm6="9999-12-31 23:59:59.999999",
-        ts="1970-01-01 05:30:01.000001",
-        ts0="2038-01-19 08:44:07",
-        yr=1901,
-        ch="ab",
-        vc="emoji 😀 ünïcode",
-        tx="x" * 1000,
-        lat="café",
-        bn=b"\x00ab",
-        vb=b"\x00\x01\x00",
-        bl=bytes(range(256)),
-        e="c",
-        s="z,x",
-        j='{"a": [1, 2.5, "x"], "b": null}',
-        g="POINT(1 2)",
-    ),
-    dict(
-        id=2,
-        ti=127,
-        tiu=0,
-        si=32767,
-        siu=0,
-        mi=8388607,
-        miu=0,
-        i=2147483647,
-        iu=0,
-        bi=2**63 - 1,
-        biu=0,
-        d65=Decimal("0"),
-        d10=Decimal("0.01"),
-        f=-1e-38,
-        db=-5e-324,
-        b1=0,
-        b10=0,
-        b64=0,
-        dte="9999-12-31",
-        tm="838:59:59",
-        tm1="00:00:00.1",
-        tm3="00:00:00.001",
-        tm6="-00:00:00.000001",
-        dtm="2024-02-29 12:00:00",
-        dtm6="2024-02-29 12:00:00.5",
-        ts="2038-01-19 08:44:07.999999",
-        ts0="2024-06-01 00:00:00",
-        yr=2155,
-        ch="",
-        vc="",
-        tx="",
-        lat="",
-        bn=b"",
-        vb=b"",
-        bl=b"",
-        e="a",
-        s="",
-        j="[]",
-        g="LINESTRING(0 0, 1 1, 2 5)",
-    ),
-    # Zero dates (accepted with sql_mode=''), YEAR 0000, the zero TIMESTAMP.
-    dict(
-        id=3,
-        dte="0000-00-00",
-        dtm="0000-00-00 00:00:00",
-        dtm6="2024-00-10 00:00:00",
-        ts="0000-00-00 00:00:00",
-        yr=0,
-        e="",
-        tm="00:00:00",
-        s="x,y,z",
-    ),
-    dict(id=4),  # all NULL
-]
-
-
-def _random_rows(count: int) -> list[dict[str, Any]]:
-    rng = random.Random(7)
-    rows = []
-    for n in range(count):
-        rows.append(
-            dict(
-                id=100 + n,
-                f=struct.unpack("<f", struct.pack("<f", rng.uniform(-1e6, 1e6)))[0]
-                * rng.choice([1, 1e-20, 1e20]),
-                db=rng.uniform(-1, 1) * 10 ** rng.randint(-300, 300),
-                d65=Decimal(rng.randint(-(10**34), 10**34)) / Decimal(10**30),
-                tm6=f"{rng.choice(['-', ''])}{rng.randint(0, 838)}:{rng.randint(0, 59):02d}:"
-                f"{rng.randint(0, 59):02d}.{rng.randint(0, 999999):06d}",
-                tm3=f"{rng.choice(['-', ''])}{rng.randint(0, 838)}:{rng.randint(0, 59):02d}:"
-                f"{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}",
-                ts=f"20{rng.randint(10, 30)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)} "
-                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00.{rng.randint(0, 999999):06d}",
-                biu=rng.randint(0, 2**64 - 1),
-                b64=rng.randint(0, 2**64 - 1),
-            )
-        )
-    return rows
-
-
-def _insert(server: MariaDBServer, table: str, rows: list[dict[str, Any]]) -> None:
-    conn = server.root_connection()
-    try:
-        with conn.cursor() as cur:
-            # The writer session keeps the server's (non-UTC) zone: TIMESTAMP literals are local.
-            cur.execute("SET SESSION sql_mode = ''")
-            for row in rows:
-                names = list(row)
-                marks = ["ST_GeomFromText(%s)" if n == "g" else "%s" for n in names]
-                cur.execute(
-                    f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(marks)})",
-                    [row[n] for n in names],
-                )
-    finally:
-        conn.close()
 
 
 def _diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -202,7 +45,7 @@ def test_snapshot_and_binlog_values_agree(
     table = f"`{fresh_db}`.`types`"
     mariadb.execute(DDL.format(t=table))
     start = binlog_offset(mariadb)
-    _insert(mariadb, table, ROWS + _random_rows(200))
+    insert_rows(mariadb, table, ROWS + random_rows(200))
     mariadb.execute(f"UPDATE {table} SET ti = ti")  # no change: no row events
     mariadb.execute(f"UPDATE {table} SET tiu = 7 WHERE id IN (1, 2, 3)")
     mariadb.execute(f"DELETE FROM {table} WHERE id = 2")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.mariadb import unique_name
-from integration.sinks.test_postgres_sink import col, table_schema
+from harness.schemas import col, table_schema
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
 from sparkcdc.testing.mariadb import MariaDBServer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from integration.mysql.test_mysql_types_roundtrip import DDL, ROWS, _insert, _random_rows
+from harness.type_table import DDL, ROWS, insert_rows, random_rows
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.chunk_reader import read_chunk
@@ -23,7 +23,7 @@ def test_column_wise_inserts_store_what_executemany_stores(
     source = f"`{fresh_db}`.`types`"
     mariadb.execute(DDL.format(t=source))
     # GEOMETRY included: canonical values are MySQL's format (SRID then WKB), which the column stores.
-    _insert(mariadb, source, ROWS + _random_rows(300))
+    insert_rows(mariadb, source, ROWS + random_rows(300))
     conn = connect(source_config, streaming=True)
     try:
         schema = load_table_schema(conn, TableId(fresh_db, "types"))

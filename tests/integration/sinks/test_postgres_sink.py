@@ -13,11 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from harness.schemas import GENERAL_CI, col, table_schema
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import Key, SnapshotSplit
-from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
@@ -26,44 +25,10 @@ from sparkcdc.testing.postgres import PostgresServer
 
 UTC = dt.timezone.utc
 HW = BinlogOffset("binlog.000001", 4)
-GENERAL_CI = "utf8mb4_general_ci"
 
 
 def _f32(x: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", x))[0])
-
-
-def col(name: str, column_type: str, nullable: bool = True, collation: str | None = None) -> Column:
-    """A column as ``information_schema`` would describe ``column_type``."""
-    data_type = column_type.split("(")[0].split(" ")[0].lower()
-    args = column_type[column_type.find("(") + 1 : column_type.find(")")] if "(" in column_type else ""
-    nums = [int(a) for a in args.split(",")] if args and args[0].isdigit() else []
-    text = data_type in ("char", "varchar", "text", "enum", "set", "json")
-    return Column(
-        name=name,
-        ordinal=0,
-        data_type=data_type,
-        column_type=column_type,
-        nullable=nullable,
-        unsigned="unsigned" in column_type,
-        precision=nums[0] if nums and data_type in ("decimal", "bit") else None,
-        scale=nums[1] if len(nums) > 1 else (0 if data_type == "decimal" else None),
-        datetime_precision=nums[0] if nums and data_type in ("datetime", "timestamp", "time") else None,
-        collation=(collation or GENERAL_CI) if text else None,
-        charset="utf8mb4" if text else None,
-    )
-
-
-def table_schema(
-    name: str, columns: Sequence[Column], row_key: Sequence[str], chunk_key: Sequence[str] = ()
-) -> TableSchema:
-    return TableSchema(
-        table=TableId("shop", name),
-        columns=tuple(columns),
-        primary_key=tuple(row_key),
-        chunk_key=tuple(chunk_key or row_key),
-        row_key=tuple(row_key),
-    )
 
 
 # name ("!" = NOT NULL in the source) | MySQL column type | expected PostgreSQL type

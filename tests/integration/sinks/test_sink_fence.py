@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from harness.mariadb import unique_name
-from integration.sinks.test_postgres_sink import col, table_schema
+from harness.schemas import col, table_schema
 from sparkcdc.core.fence import Fence, FencedError
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset

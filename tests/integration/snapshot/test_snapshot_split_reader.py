@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from harness.mariadb import binlog_offset
+from harness.waiting import wait_until
 from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
@@ -182,8 +183,9 @@ def test_one_connection_per_task_each_split_exact_at_its_high_watermark(
                 break
         # Changes after the last read too, so reads with equal watermarks lie mid-stream.
         writer.pause_max, seen = 0.0, writer.transactions
-        while writer.transactions < seen + 5 and time.monotonic() < deadline + 30:
-            time.sleep(0.01)
+        wait_until(
+            lambda: writer.transactions >= seen + 5, timeout=30, interval=0.01, message="5 more changes"
+        )
     end = binlog_offset(mariadb)
     assert _covered(results), f"reads of each kind: {_kinds(results)}, {writer.transactions} transactions"
 

@@ -9,7 +9,6 @@ runs a wave, its summaries hold each split's exact row count at its high waterma
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness.waiting import wait_until
 from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
@@ -78,15 +78,6 @@ def _check(summaries: list[SplitSummary], wave: list[SnapshotSplit]) -> None:
         assert summary.rows == _expected_rows(summary.split), summary
 
 
-def _until(condition: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @dataclass
 class Waves:
     runner: WaveRunner
@@ -142,14 +133,14 @@ def test_auto_reads_in_the_driver_until_spark_is_up(make_waves: MakeWaves) -> No
     assert not waves.runner.spark_ready()  # auto starts nothing before a wave says it is worth it
     waves.run(0, 2)
     assert any("starting Spark" in line for line in waves.messages.lines), waves.messages.lines
-    assert _until(waves.runner.spark_ready, 120), "Spark did not come up"
+    wait_until(waves.runner.spark_ready, timeout=120, interval=0.05, message="Spark to come up")
     waves.run(2, 4)
     assert any("Spark is up after 2 splits read in the driver" in line for line in waves.messages.lines)
 
 
 def test_auto_uses_a_session_started_before_the_snapshot(make_waves: MakeWaves) -> None:
     waves = make_waves("auto", lazy=False)
-    assert _until(waves.runner.spark_ready, 120), "the started session was not taken up"
+    wait_until(waves.runner.spark_ready, timeout=120, interval=0.05, message="the started session taken up")
     waves.run(0, len(waves.splits))
     assert waves.messages.lines == []  # nothing read in the driver, nothing to start
 

@@ -10,64 +10,47 @@ re-check at all.
 
 from __future__ import annotations
 
-import contextlib
-import random
-import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-import pymysql
 from verify_support import Replica, table_report
 
 from harness.runner import SparkcdcProcess, load_checkpoint
+from harness.writer import RandomWriter
 from sparkcdc.core.offsets import BinlogOffset
 
 TABLE = "orders"
 ROWS = 3000
 
 
-@dataclass
-class Writer:
+class Writer(RandomWriter):
     """Random single-row and multi-row transactions on the source, until stopped."""
 
-    conn: Any
-    table: str
-    rng: random.Random = field(default_factory=lambda: random.Random(5))
-    stop: threading.Event = field(default_factory=threading.Event)
-    commits: int = 0
-    error: BaseException | None = None
+    def __init__(self, replica: Replica, table: str) -> None:
+        super().__init__(replica.server, 5, db=replica.db)
+        self.table = table
 
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                self.step()
-                self.commits += 1
-                time.sleep(self.rng.uniform(0.0, 0.04))
-        except BaseException as err:  # reported by the test
-            self.error = err
+    def pause_seconds(self) -> float:
+        return self.rng.uniform(0.0, 0.04)
 
-    def step(self) -> None:
+    def transaction(self, cur: Any) -> None:
         rng, table = self.rng, self.table
         key = rng.randint(1, 2 * ROWS + 100)
-        with self.conn.cursor() as cur:
-            choice = rng.random()
-            if choice < 0.5:
-                cur.execute(
-                    f"UPDATE {table} SET qty = qty + 1, note = %s, touched = NOW(6) WHERE id = %s",
-                    (f"upd {rng.random():.6f} ✓", key),
-                )
-            elif choice < 0.7:
-                cur.execute(
-                    f"INSERT IGNORE INTO {table} VALUES (%s, %s, %s, NOW(6))", (key, rng.randint(0, 9), "new")
-                )
-            elif choice < 0.85:
-                cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
-            else:  # one transaction over several chunks
-                cur.execute("START TRANSACTION")
-                for other in rng.sample(range(1, 2 * ROWS), 5):
-                    cur.execute(f"UPDATE {table} SET qty = qty - 1 WHERE id = %s", (other,))
-                cur.execute("COMMIT")
+        choice = rng.random()
+        if choice < 0.5:
+            cur.execute(
+                f"UPDATE {table} SET qty = qty + 1, note = %s, touched = NOW(6) WHERE id = %s",
+                (f"upd {rng.random():.6f} ✓", key),
+            )
+        elif choice < 0.7:
+            cur.execute(
+                f"INSERT IGNORE INTO {table} VALUES (%s, %s, %s, NOW(6))", (key, rng.randint(0, 9), "new")
+            )
+        elif choice < 0.85:
+            cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
+        else:  # one transaction over several chunks
+            for other in rng.sample(range(1, 2 * ROWS), 5):
+                cur.execute(f"UPDATE {table} SET qty = qty - 1 WHERE id = %s", (other,))
 
 
 def _source_position(replica: Replica) -> BinlogOffset:
@@ -96,15 +79,11 @@ def test_verify_under_concurrent_writes_reports_no_false_difference(replica: Rep
     )
     name = "concurrent"
     manifest = replica.manifest(name, [TABLE], chunk_size=250)
-    conn = pymysql.connect(
-        host=replica.server.host, port=replica.server.port, user="root", autocommit=True, database=replica.db
-    )
-    writer = Writer(conn, TABLE)
-    thread = threading.Thread(target=writer.run, name="writer", daemon=True)
+    writer = Writer(replica, TABLE)
     with SparkcdcProcess(manifest, replica.state_dir, replica.log_dir, exit_when_caught_up=False) as run:
         try:
             _wait_applied(replica, run, name, None)  # snapshot done, streaming
-            thread.start()
+            writer.start()
             time.sleep(1.0)
 
             code, report = replica.verify(spark, manifest, wait_seconds=120)
@@ -116,13 +95,10 @@ def test_verify_under_concurrent_writes_reports_no_false_difference(replica: Rep
             assert orders.chunks >= 12
             assert orders.rechecked > 0, "no chunk differed in the first pass: the writer did not overlap"
         finally:
-            writer.stop.set()
-            thread.join(timeout=30)
-        assert writer.commits > 50
+            writer.stop()
+        assert writer.transactions > 50
         _wait_applied(replica, run, name, _source_position(replica))
 
         code, report = replica.verify(spark, manifest)
 
         assert code == 0 and report.ok and table_report(report, TABLE).rechecked == 0
-    with contextlib.suppress(Exception):
-        conn.close()

@@ -10,13 +10,11 @@ collation order (candidates in SQL, exact range with ``KeyOrder``).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 from verify_support import Replica, chunk_holding, table_report
 
-from harness.runner import _finish_archive, _jvm_options, subprocess_env
+from harness.runner import run_cli
 from sparkcdc.testing.postgres import PostgresServer
 
 ITEMS = "items"
@@ -85,14 +83,10 @@ def test_cli_verify_and_repair_postgres_string_key(
     replica.pg_execute("UPDATE accounts SET meta = replace(meta, '\"n\"', '\"N\"') WHERE code = 'Acct-0170'")
     report_path = replica.work / "report.json"
 
-    command = [sys.executable, "-m", "sparkcdc", "verify", str(manifest)]
+    command = ["verify", str(manifest)]
     command += ["--state-dir", str(replica.state_dir), "--report", str(report_path), "--repair"]
     command += ["--wait-seconds", "30"]
-    jvm_options, archive = _jvm_options()  # the class-data archive the run tests share
-    run = subprocess.run(
-        command, capture_output=True, text=True, env=subprocess_env(jvm_options=jvm_options), timeout=240
-    )
-    _finish_archive(archive, ok=run.returncode == 0)
+    run = run_cli(command, timeout=240)
 
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
     document = json.loads(report_path.read_text(encoding="utf-8"))

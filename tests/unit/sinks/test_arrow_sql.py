@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymysql.constants import SERVER_STATUS
-from test_changelog_render import _table
 
+from harness.arrow_tables import canonical_table
 from sparkcdc.sinks.jdbc.arrow_sql import insert_statements, sql_literals
 
 
@@ -43,7 +43,7 @@ def _expected(conn: Any, values: list[Any]) -> list[str]:
 @pytest.mark.parametrize("no_backslash_escapes", [False, True])
 def test_literals_equal_pymysql_escape(no_backslash_escapes: bool) -> None:
     conn = FakeConnection(no_backslash_escapes)
-    data = _table(300)
+    data = canonical_table(300)
     for name in data.column_names:
         column = data.column(name)
         if pa.types.is_floating(column.type):
