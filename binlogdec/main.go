@@ -1,6 +1,7 @@
 // sparkcdc-binlogdec decodes one binlog range for sparkcdc's parallel catch-up and reduces it to the
 // last row image per key, so Python only converts the rows that survive (operator/sparkcdc/mysql/
-// binlog_native.py is its only caller and documents the protocol).
+// binlog/native.py is its only caller and documents the protocol). With "follow" it reads the live
+// stream instead and answers one reduced batch per line (follow.go).
 //
 // Request (JSON on stdin, so the password never appears in a process list):
 //
@@ -45,6 +46,9 @@ type tableSpec struct {
 	Key     []int  `json:"key"`
 	// Columns in a UTF-8 character set: their strings are sent as JSON strings, not base64.
 	Text []int `json:"text"`
+	// The columns' names in order: a table map must carry the same (binlog_row_metadata=FULL),
+	// else its rows were written under another definition of the same width.
+	Names []string `json:"names"`
 }
 
 type request struct {
@@ -57,6 +61,10 @@ type request struct {
 	Start    position    `json:"start"`
 	Stop     position    `json:"stop"`
 	Tables   []tableSpec `json:"tables"`
+	// Set: follow the binlog from Start with no end (follow.go) instead of decoding Start..Stop.
+	Follow *followSpec `json:"follow"`
+	// Not 0: the @@server_id the source must have (a failover behind its address is an error).
+	ExpectServerID uint32 `json:"expectServerId"`
 }
 
 type unsupported struct{ why string }
@@ -76,7 +84,12 @@ func fail(err error) {
 // answer renders {"events": N, "tables": [...]} as encoding/json would the struct it once was, in
 // pieces to write one after the other.
 func answer(tables map[string]*reduced, events int, flavor string) ([][]byte, error) {
-	head := append([]byte(`{"events":`), strconv.Itoa(events)...)
+	return answerWith([]byte(`{"events":`), tables, events, flavor)
+}
+
+// answerWith is answer with the object's opening (a followed batch puts its end first).
+func answerWith(open []byte, tables map[string]*reduced, events int, flavor string) ([][]byte, error) {
+	head := append(open, strconv.Itoa(events)...)
 	if len(tables) == 0 {
 		return [][]byte{append(head, `,"tables":null}`+"\n"...)}, nil
 	}
@@ -129,6 +142,12 @@ func main() {
 	var req request
 	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
 		fail(fmt.Errorf("reading the request: %w", err))
+	}
+	if req.Follow != nil {
+		if err := follow(req, os.Stdout); err != nil {
+			fail(err)
+		}
+		return
 	}
 	tables, events, err := decode(req)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -48,6 +49,24 @@ func newReduced(spec tableSpec) *reduced {
 	return &reduced{spec: spec, text: text, all: all, maps: map[string]*tableMap{}, index: newKeyIndex()}
 }
 
+// sameNames tells whether the table map names the request's columns, in order (case aside, as
+// MySQL compares column names). Without names in the binlog nothing tells two definitions of the
+// same width apart: not the same then. A request without names (an older caller) skips the check.
+func (r *reduced) sameNames(t *replication.TableMapEvent) bool {
+	if len(r.spec.Names) == 0 {
+		return true
+	}
+	if len(t.ColumnName) != len(r.spec.Names) {
+		return false
+	}
+	for i, name := range t.ColumnName {
+		if !strings.EqualFold(string(name), r.spec.Names[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // mapKey identifies what decoding an image depends on: the columns' types and metadata.
 func mapKey(t *replication.TableMapEvent) string {
 	var b bytes.Buffer
@@ -62,7 +81,7 @@ func mapKey(t *replication.TableMapEvent) string {
 // tableMap interns the definition of a table map event read under the given format description; nil
 // when its column count is not the request's (the table's rows events are unsupported then).
 func (r *reduced) tableMap(t *replication.TableMapEvent, format, raw []byte) (*tableMap, error) {
-	if int(t.ColumnCount) != r.spec.Columns {
+	if int(t.ColumnCount) != r.spec.Columns || !r.sameNames(t) {
 		return nil, nil
 	}
 	k := mapKey(t)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -73,6 +74,17 @@ func isBoundary(ev *replication.BinlogEvent) (bool, error) {
 }
 
 func startSync(req request) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
+	cfg := syncerConfig(req)
+	syncer := replication.NewBinlogSyncer(cfg)
+	streamer, err := syncer.StartSync(mysql.Position{Name: req.Start.File, Pos: req.Start.Pos})
+	if err != nil {
+		syncer.Close()
+		return nil, nil, err
+	}
+	return syncer, streamer, nil
+}
+
+func syncerConfig(req request) replication.BinlogSyncerConfig {
 	cfg := replication.BinlogSyncerConfig{
 		ServerID:                req.ServerID,
 		Flavor:                  req.Flavor,
@@ -87,13 +99,34 @@ func startSync(req request) (*replication.BinlogSyncer, *replication.BinlogStrea
 		RawModeEnabled: true,
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	syncer := replication.NewBinlogSyncer(cfg)
-	streamer, err := syncer.StartSync(mysql.Position{Name: req.Start.File, Pos: req.Start.Pos})
-	if err != nil {
-		syncer.Close()
-		return nil, nil, err
+	if req.ExpectServerID != 0 {
+		// On the replication connection itself, before it registers: a failover behind the
+		// source's address is refused, never read as if the positions were the old server's.
+		cfg.Option = func(c *client.Conn) error { return checkServerID(c, req.ExpectServerID) }
 	}
-	return syncer, streamer, nil
+	if req.Follow != nil && req.Follow.HeartbeatSeconds > 0 {
+		// A followed stream can be idle for long: the source's heartbeats keep the connection
+		// alive, and a read that sees none for three periods fails instead of hanging.
+		period := time.Duration(req.Follow.HeartbeatSeconds) * time.Second
+		cfg.HeartbeatPeriod = period
+		cfg.ReadTimeout = 3 * period
+	}
+	return cfg
+}
+
+func checkServerID(c *client.Conn, want uint32) error {
+	r, err := c.Execute("SELECT @@GLOBAL.server_id")
+	if err != nil {
+		return err
+	}
+	got, err := r.GetUint(0, 0)
+	if err != nil {
+		return err
+	}
+	if uint32(got) != want {
+		return fmt.Errorf("the source is now server_id %d, not server_id %d", got, want)
+	}
+	return nil
 }
 
 // decoding is the state of reading one range: the requested tables and the table maps in force.
@@ -145,8 +178,9 @@ func (d *decoding) onRows(ev *replication.BinlogEvent, e *replication.RowsEvent)
 			e.Table.Schema, e.Table.Table, e.ColumnCount, t.spec.Columns)}
 	}
 	m := d.maps[e.Table]
-	if m == nil {
-		return fmt.Errorf("a rows event of %s.%s without its table map", e.Table.Schema, e.Table.Table)
+	if m == nil { // its table map named other columns (tableMap): written under another definition
+		return unsupported{fmt.Sprintf("%s.%s was written with other columns than its definition",
+			e.Table.Schema, e.Table.Table)}
 	}
 	body, err := d.reader.rows(ev)
 	if err != nil {
@@ -157,15 +191,23 @@ func (d *decoding) onRows(ev *replication.BinlogEvent, e *replication.RowsEvent)
 	return err
 }
 
-func decode(req request) (map[string]*reduced, int, error) {
-	d := &decoding{
-		tables: map[string]*reduced{},
-		maps:   map[*replication.TableMapEvent]*tableMap{},
-		reader: newReader(req.Flavor),
-	}
-	for _, t := range req.Tables {
+func newDecoding(req request) *decoding {
+	d := &decoding{maps: map[*replication.TableMapEvent]*tableMap{}, reader: newReader(req.Flavor)}
+	d.reset(req.Tables)
+	return d
+}
+
+// reset forgets what was reduced so far (a batch was answered); the table maps in force stay.
+func (d *decoding) reset(specs []tableSpec) {
+	d.tables = map[string]*reduced{}
+	for _, t := range specs {
 		d.tables[t.DB+"\x00"+t.Table] = newReduced(t)
 	}
+	d.events = 0
+}
+
+func decode(req request) (map[string]*reduced, int, error) {
+	d := newDecoding(req)
 	syncer, streamer, err := startSync(req)
 	if err != nil {
 		return nil, 0, err

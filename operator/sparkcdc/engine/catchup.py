@@ -56,7 +56,7 @@ from sparkcdc.sinks.base import Sink
 from sparkcdc.spark.catchup_tasks import RangeContext, RangeResult, read_range
 from sparkcdc.spark.session import takes_jobs, warm_up
 
-__all__ = ["CatchupRunner", "CatchupSettings", "catchup_settings"]
+__all__ = ["CatchupRunner", "CatchupSettings", "applies_net_effects", "catchup_settings"]
 
 _MIN_RANGE_BYTES = 64 * 1024
 _MAX_RANGE_BYTES = 64 * 1024 * 1024  # bounds what one task holds and the driver absorbs per range
@@ -80,19 +80,21 @@ def catchup_settings(
     """Catch-up for a pipeline with server ids ``ids``, or None when it is off, its sink needs
     every change, or the range has no id besides the live reader's (its last)."""
     threshold = spec.binlog.parallel_catchup_threshold_bytes
-    if (
-        threshold <= 0
-        or spec.sink.type != "jdbc"
-        or spec.sink.metadata_columns
-        or spec.sink.delete_mode == "soft"
-    ):
-        return None  # ranges reduce to net effects: no per-row origin, no deleted rows' images
+    if threshold <= 0 or not applies_net_effects(spec):
+        return None
     task_ids = tuple(range(ids[0], ids[1]))[: max(1, spec.snapshot.parallelism)]
     if not task_ids:
         return None
     options = options or EngineOptions()
     decoder = decoder_path(options.binlog_decoder, options.cache_dir)
     return CatchupSettings(spark, task_ids, threshold, in_driver=options.catchup_in_driver, decoder=decoder)
+
+
+def applies_net_effects(spec: CdcPipelineSpec) -> bool:
+    """Whether the sink needs only each key's net change of a stretch (catch-up ranges and the
+    native live path reduce to that): no per-row origin in metadata columns, no images of deleted
+    rows kept, a target that holds rows rather than a log of changes."""
+    return spec.sink.type == "jdbc" and not spec.sink.metadata_columns and spec.sink.delete_mode != "soft"
 
 
 def _decode_in_driver(choice: InDriver, spark_ready: bool) -> bool:

@@ -33,6 +33,7 @@ from sparkcdc.engine.binlog_lost import (
 from sparkcdc.engine.catchup import catchup_settings
 from sparkcdc.engine.discovery import discover_tables, server_id_range
 from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.native_live import native_decoder
 from sparkcdc.engine.planning import key_order, plan_table, tail_splits
 from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.engine.schema_changes import fail_vanished_tables
@@ -254,6 +255,7 @@ class SplitEnumerator:
             dict(self._snapshot.chunk_key_columns),
             catchup_settings(self._spark, ids, self._runtime.pipeline.spec, self._runtime.options),
             self._identity.server_id if self._identity is not None else None,
+            native_decoder=native_decoder(self._runtime.pipeline.spec, self._runtime.options),
         )
         sink = self._runtime.sink.open()
         try:

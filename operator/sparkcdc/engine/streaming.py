@@ -15,13 +15,13 @@ and applied here at its place in the stream.
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from sparkcdc.api.spec import BinlogSpec
-from sparkcdc.core.cascades import Cascade
+from sparkcdc.core.catchup import table_changes
 from sparkcdc.core.checkpoint import Checkpoint, collapse_pure_tables
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
@@ -31,9 +31,12 @@ from sparkcdc.engine.backlog import LAG_CHECK_SECONDS, BacklogProbe
 from sparkcdc.engine.cascading import CascadeFollower
 from sparkcdc.engine.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.engine.listener import BatchCommit, PipelineListener
+from sparkcdc.engine.live_reader import END, Batch, ReaderThread
+from sparkcdc.engine.native_live import NativeLive, native_tables
 from sparkcdc.engine.planning import key_order
-from sparkcdc.engine.schema_changes import EvolvingSink, SchemaChange, SchemaTracker
+from sparkcdc.engine.schema_changes import EvolvingSink, SchemaChange, SchemaTracker, affected
 from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
+from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeFollower
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import SchemaInUse, StreamingChangeReader, UndecodableRows
 from sparkcdc.mysql.connection import SourceConfig, connect
@@ -45,7 +48,9 @@ from sparkcdc.sinks.targets import sink_added, sink_schema
 
 __all__ = ["Batch", "BinlogStreamer", "StreamSettings", "live_reader_server_id"]
 
-_END = object()
+# After the Go decoder stopped, the Python reader reads at least this long before handing back, so
+# that a stream the Go decoder keeps stopping at does not restart it again and again.
+NATIVE_RETRY_SECONDS = 5.0
 
 
 def live_reader_server_id(ids: tuple[int, int]) -> int:
@@ -55,33 +60,6 @@ def live_reader_server_id(ids: tuple[int, int]) -> int:
     still running from a previous driver — unless the range is narrower than the task count; then
     they share, but one pipeline never runs both at once."""
     return ids[1]
-
-
-@dataclass
-class Batch:
-    """Events of whole transactions up to ``end``, plus those of the transaction still open."""
-
-    events: list[ChangeEvent] = field(default_factory=list)
-    open_events: list[ChangeEvent] = field(default_factory=list)
-    end: BinlogOffset | None = None
-    started: float = field(default_factory=time.monotonic)
-    # Referential actions (engine/cascading.py), each after the first n of events + open_events.
-    marks: list[tuple[int, Cascade]] = field(default_factory=list)
-
-    def close_transaction(self, end: BinlogOffset) -> None:
-        self.events.extend(self.open_events)
-        self.open_events = []
-        self.end = end
-
-    def next(self) -> Batch:
-        done = len(self.events)
-        return Batch(open_events=self.open_events, marks=[(i - done, c) for i, c in self.marks if i > done])
-
-    def closed_marks(self) -> list[tuple[int, Cascade]]:
-        return [(i, c) for i, c in self.marks if i <= len(self.events)]
-
-    def touches(self, table: TableId) -> bool:
-        return any(e.table == table for e in self.events) or any(e.table == table for e in self.open_events)
 
 
 @dataclass(frozen=True)
@@ -97,49 +75,8 @@ class StreamSettings:
     source_server_id: int | None = None
     # How often the live reader asks whether it fell behind far enough for catch-up (backlog.py).
     lag_check_seconds: float = LAG_CHECK_SECONDS
-
-
-class _ReaderThread(threading.Thread):
-    """Decodes the binlog into a bounded queue, judging DDL on the way; errors are handed to the
-    consumer."""
-
-    def __init__(
-        self, reader: StreamingChangeReader, start: BinlogOffset, tracker: SchemaTracker, capacity: int
-    ) -> None:
-        super().__init__(name="sparkcdc-binlog-reader", daemon=True)
-        self.queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
-        self._reader = reader
-        self._start = start
-        self._tracker = tracker
-        self.error: BaseException | None = None
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        try:
-            for item in self._reader.stream(self._start):
-                if isinstance(item, DdlStatement):
-                    # Judged before the next event is decoded: later rows need the new definition.
-                    change = self._tracker.judge(item, self._reader)
-                    out: object = change if change is not None else item
-                else:
-                    out = item
-                while not self._halt.is_set():
-                    try:
-                        self.queue.put(out, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if self._halt.is_set():
-                    return
-        except BaseException as err:
-            self.error = err
-        finally:
-            if not self._halt.is_set():
-                self.queue.put(_END)
-            # Halted: the consumer is gone, and a full queue would block this thread for good.
-
-    def stop(self) -> None:
-        self._halt.set()
+    # The Go decoder for the live path where it is exact (native_live.py); None: Python only.
+    native_decoder: Path | None = None
 
 
 class BinlogStreamer:
@@ -172,33 +109,90 @@ class BinlogStreamer:
 
     def run(self, checkpoint: Checkpoint, start: BinlogOffset, should_stop: Callable[[], bool]) -> Checkpoint:
         """Stream from ``start`` until caught up (when ``stop_at`` is set) or ``should_stop``: parallel
-        catch-up while the backlog is large, at the start and whenever the live reader falls that
-        far behind (engine/backlog.py), the live reader in between."""
+        catch-up while the backlog is large, at the start and whenever the live path falls that far
+        behind (engine/backlog.py); in between the live path, on the Go decoder where it is exact
+        (engine/native_live.py), else on python-mysql-replication."""
         self._failures = StreamFailures(checkpoint, self._schemas, self._listener)
         self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
         if self._cascades:
             self._failures.link(self._cascades.plan.linked)
         event_filter = self.build_filter(checkpoint)
         runner = self._catchup_runner()
-        behind = False
+        reason: str | None = None
+        python_until: BinlogOffset | None = None  # the Python reader's until it commits past this
         while True:
             if runner is not None:
                 checkpoint, start = runner.run(checkpoint, start, event_filter, should_stop)
                 start = self._with_gtid(start)
-            if behind:
+            if reason == "behind":
                 self._listener.message(f"caught up with the source at {start}: the live reader follows again")
             stop_at = self._settings.stop_at
             if stop_at is not None and not stop_at > start:
                 return replace(checkpoint, binlog_offset=checkpoint.binlog_offset or start)
             probe = None if runner is None else self._probe()
-            checkpoint, behind = self._stream_live(checkpoint, start, event_filter, should_stop, probe)
-            if not behind or probe is None:
+            native = None if python_until is not None else self._native(event_filter, start)
+            if isinstance(native, BinlogOffset):
+                native, python_until = None, native  # the Python reader's through the handoff
+            detail = ""
+            if native is not None:
+                outcome = native.run(checkpoint, should_stop, stop_at, probe)
+                checkpoint, reason, detail = outcome.checkpoint, outcome.reason, outcome.detail
+            else:
+                checkpoint, reason = self._stream_live(
+                    checkpoint, start, event_filter, should_stop, probe, python_until
+                )
+            if reason is None:
                 return checkpoint
             start = max(start, checkpoint.binlog_offset or start)
+            python_until = start if reason == "unsupported" else None
+            self._say_why(reason, start, probe, detail)
+
+    def _say_why(self, reason: str, start: BinlogOffset, probe: BacklogProbe | None, detail: str) -> None:
+        if reason == "behind" and probe is not None:
             self._listener.message(
                 f"the live reader is {probe.last_backlog / 2**20:,.1f} MiB of binlog behind the source at "
                 f"{start}: parallel catch-up takes over"
             )
+        elif reason == "unsupported":
+            self._listener.message(
+                f"at {start} the Go decoder stops ({detail}): python-mysql-replication reads on"
+            )
+
+    def _native(
+        self, event_filter: BinlogSplitFilter, start: BinlogOffset
+    ) -> NativeLive | BinlogOffset | None:
+        """The live path on the Go decoder from ``start``, where it is exact (native_live.py); an
+        offset the Python reader must pass first (the snapshot handoff); None: Python only."""
+        decoder = self._settings.native_decoder
+        if decoder is None or self._cascades:
+            return None
+        live = {t: s for t, s in self._schemas.items() if t not in self._failures}
+        tables = native_tables(self._source, live, event_filter, start)
+        if not isinstance(tables, dict):
+            return tables
+        conn = connect(self._source)
+        try:
+            flavor = detect_flavor(conn).kind
+        finally:
+            conn.close()
+        spec = self._settings.binlog
+        settings = FollowSettings(spec.batch_rows, spec.batch_interval_ms, spec.heartbeat_interval_seconds)
+        ids = self._settings.server_id, self._settings.source_server_id
+        follower = NativeFollower(decoder, self._source, ids[0], tables, start, flavor, settings, ids[1])
+        self._listener.message(f"the live path reads from {start} with the Go decoder")
+        return NativeLive(follower, self._apply_native, lambda ddl: bool(affected(ddl, tables)), 0.2)
+
+    def _apply_native(self, batch: NativeBatch, checkpoint: Checkpoint) -> Checkpoint:
+        """One batch of the Go decoder: applied per table as a catch-up round, then checkpointed."""
+        changes = [
+            table_changes(t, c, batch.end) for t, c in batch.changes.items() if c and t not in self._failures
+        ]
+        started = time.perf_counter()
+        self._failures.apply(self._sink, changes, batch.end)
+        seconds = time.perf_counter() - started
+        checkpoint = self._save_done(replace(checkpoint, binlog_offset=batch.end))
+        self._listener.batch_committed(BatchCommit(batch.events, batch.end, seconds, batch.newest_ms))
+        return checkpoint
 
     def _catchup_runner(self) -> CatchupRunner | None:
         if self._settings.catchup is None:
@@ -229,9 +223,11 @@ class BinlogStreamer:
         event_filter: BinlogSplitFilter,
         should_stop: Callable[[], bool],
         probe: BacklogProbe | None,
-    ) -> tuple[Checkpoint, bool]:
-        """The live reader from ``start``; returns the checkpoint and whether it stopped because the
-        source ran ``probe``'s threshold ahead of it (everything up to the checkpoint committed)."""
+        until: BinlogOffset | None = None,
+    ) -> tuple[Checkpoint, str | None]:
+        """The live reader from ``start``; returns the checkpoint (everything up to it committed)
+        and why it stopped: None (stopped or caught up), "behind" (the source ran ``probe``'s
+        threshold ahead) or "native" (it committed past ``until``: the Go decoder's turn again)."""
         reader = StreamingChangeReader(
             self._source,
             self._settings.server_id,
@@ -240,10 +236,10 @@ class BinlogStreamer:
             expect_server_id=self._settings.source_server_id,
         )
         tracker = SchemaTracker(self._source, self._schemas, self._settings.chunk_key_overrides)
-        thread = _ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
+        thread = ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
         thread.start()
         try:
-            return self._consume(thread, checkpoint, event_filter, should_stop, probe)
+            return self._consume(thread, checkpoint, event_filter, should_stop, probe, until)
         finally:
             # Not reader.close() from this thread: it would race the reader's blocked socket read.
             # request_stop wakes that read, so the reader closes its own connection right away
@@ -254,13 +250,15 @@ class BinlogStreamer:
 
     def _consume(
         self,
-        thread: _ReaderThread,
+        thread: ReaderThread,
         checkpoint: Checkpoint,
         event_filter: BinlogSplitFilter,
         should_stop: Callable[[], bool],
         probe: BacklogProbe | None,
-    ) -> tuple[Checkpoint, bool]:
+        until: BinlogOffset | None = None,
+    ) -> tuple[Checkpoint, str | None]:
         spec = self._settings.binlog
+        began = time.monotonic()
         stop_at = self._settings.stop_at
         interval = spec.batch_interval_ms / 1000
         batch = Batch()
@@ -269,10 +267,10 @@ class BinlogStreamer:
                 item = thread.queue.get(timeout=max(0.02, interval - (time.monotonic() - batch.started)))
             except queue.Empty:
                 item = None
-            if item is _END:
+            if item is END:
                 if thread.error is not None:
                     raise thread.error
-                return self._commit(batch, checkpoint), False
+                return self._commit(batch, checkpoint), None
             if isinstance(item, ChangeEvent):
                 if item.table not in self._failures:
                     batch.open_events.extend(event_filter.filter_event(item))
@@ -304,9 +302,12 @@ class BinlogStreamer:
                 # The open transaction's events are dropped: catch-up reads it again from the
                 # committed boundary.
                 if probe is not None and not caught_up and probe.behind(_offset(checkpoint)):
-                    return checkpoint, True
+                    return checkpoint, "behind"
+                past = until is not None and _offset(checkpoint) > until
+                if past and not caught_up and time.monotonic() - began >= NATIVE_RETRY_SECONDS:
+                    return checkpoint, "native"
             if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
-                return checkpoint, False
+                return checkpoint, None
 
     def _mark_cascades(self, batch: Batch, event: ChangeEvent, event_filter: BinlogSplitFilter) -> None:
         if self._cascades:

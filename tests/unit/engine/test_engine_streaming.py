@@ -16,8 +16,8 @@ from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.engine import streaming
 from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.live_reader import END
 from sparkcdc.engine.schema_changes import Evolution, SchemaChange, fail_vanished_tables
 from sparkcdc.engine.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
 from sparkcdc.engine.table_failures import StreamFailures
@@ -83,7 +83,7 @@ class ScriptedThread:
 
     def __init__(self, items: list[object]) -> None:
         self.queue: queue.Queue[object] = queue.Queue()
-        for item in [*items, streaming._END]:
+        for item in [*items, END]:
             self.queue.put(item)
         self.error: BaseException | None = None
 

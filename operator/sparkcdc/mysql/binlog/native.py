@@ -44,7 +44,15 @@ from sparkcdc.mysql.types import canonical_value
 from sparkcdc.mysql.zero_dates import rendered_text
 from sparkcdc.paths import BINLOGDEC_DIR
 
-__all__ = ["NativeRange", "decode_range", "decoder_path", "decoder_version", "native_eligible"]
+__all__ = [
+    "NativeRange",
+    "decode_range",
+    "decoder_path",
+    "decoder_version",
+    "native_eligible",
+    "native_request",
+    "reduced_changes",
+]
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
 _UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -187,6 +195,54 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def native_request(
+    cfg: SourceConfig,
+    server_id: int,
+    schemas: Mapping[TableId, TableSchema],
+    start: BinlogOffset,
+    flavor: str,
+) -> dict[str, Any]:
+    """The decoder's request for these tables from ``start`` (a range adds "stop", the live path
+    "follow": follow.py)."""
+    tables = []
+    for table, schema in schemas.items():
+        positions = {c.name: i for i, c in enumerate(schema.columns)}
+        key = [positions[k] for k in schema.row_key]
+        text = [i for i, c in enumerate(schema.columns) if _is_utf8_text(c)]
+        columns = len(schema.columns)
+        names = list(schema.column_names)  # the decoder refuses rows written under other columns
+        tables.append(
+            {
+                "db": table.database,
+                "table": table.table,
+                "columns": columns,
+                "key": key,
+                "text": text,
+                "names": names,
+            }
+        )
+    return {
+        "host": cfg.host,
+        "port": cfg.port,
+        "user": cfg.user,
+        "password": cfg.password,
+        "serverId": server_id,
+        "flavor": flavor,
+        "start": {"file": start.file, "pos": start.pos},
+        "tables": tables,
+    }
+
+
+def reduced_changes(schemas: Mapping[TableId, TableSchema], tables: Any) -> dict[TableId, BackfillChanges]:
+    """The decoder's "tables" of an answer as each table's net changes, in canonical values."""
+    changes = {}
+    with _collector_paused():
+        for part in tables or ():
+            table = TableId(part["db"], part["table"])
+            changes[table] = _table_changes(schemas[table], part)
+    return changes
+
+
 def decode_range(
     binary: Path,
     cfg: SourceConfig,
@@ -197,36 +253,14 @@ def decode_range(
     flavor: str = "mariadb",
 ) -> NativeRange | None:
     """The range ``(start, stop]`` reduced per table, or None when the decoder does not handle it."""
-    tables = []
-    for table, schema in schemas.items():
-        positions = {c.name: i for i, c in enumerate(schema.columns)}
-        key = [positions[k] for k in schema.row_key]
-        text = [i for i, c in enumerate(schema.columns) if _is_utf8_text(c)]
-        columns = len(schema.columns)
-        tables.append(
-            {"db": table.database, "table": table.table, "columns": columns, "key": key, "text": text}
-        )
-    request = {
-        "host": cfg.host,
-        "port": cfg.port,
-        "user": cfg.user,
-        "password": cfg.password,
-        "serverId": server_id,
-        "flavor": flavor,
-        "start": {"file": start.file, "pos": start.pos},
-        "stop": {"file": stop.file, "pos": stop.pos},
-        "tables": tables,
-    }
+    request = native_request(cfg, server_id, schemas, start, flavor)
+    request["stop"] = {"file": stop.file, "pos": stop.pos}
     done = subprocess.run([str(binary)], input=json.dumps(request).encode(), capture_output=True, check=False)
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()[-2000:]
         raise SourceError(f"decoding the binlog range {start} → {stop} failed: {message}")
     with _collector_paused():
         answer = json.loads(done.stdout)
-        if "unsupported" in answer:
-            return None
-        changes = {}
-        for part in answer["tables"] or ():
-            table = TableId(part["db"], part["table"])
-            changes[table] = _table_changes(schemas[table], part)
-    return NativeRange(int(answer["events"]), changes)
+    if "unsupported" in answer:
+        return None
+    return NativeRange(int(answer["events"]), reduced_changes(schemas, answer["tables"]))

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// Follow mode: the live binlog stream of a pipeline, decoded here and answered in batches.
+//
+// Request: the catch-up request without "stop", with
+//
+//	"follow": {"batchEvents": N, "batchMillis": T, "heartbeatSeconds": H}
+//
+// Answer: one JSON line per batch (and one per DDL statement, see onDDL), each the reduction of whole transactions (the last image per key
+// of every requested table), ending at a transaction boundary:
+//
+//	{"end": {"file", "pos"}, "newest": S, "events": N, "tables": [...as in a range answer...]}
+//
+// ("newest": the latest event time of its rows, Unix seconds; 0 without rows).
+//
+// A batch closes at the first boundary after N row events, or T milliseconds after the previous one
+// (also while the source is idle, when the stream moved past other tables' transactions); a
+// heartbeat of the source answers a batch without rows at the same end. When the
+// stream holds something this decoder does not handle exactly (see decode), the batches up to the
+// last boundary before it are answered, then
+//
+//	{"unsupported": "why", "end": {"file", "pos"}}
+//
+// and the decoder exits 0: the caller reads on from "end" with python-mysql-replication. The answer
+// is written as it is made; a caller that reads slowly slows the decoder (the pipe fills), which
+// bounds the memory of both.
+type followSpec struct {
+	BatchEvents      int `json:"batchEvents"`
+	BatchMillis      int `json:"batchMillis"`
+	HeartbeatSeconds int `json:"heartbeatSeconds"`
+}
+
+// follower is the state of a followed stream: what is reduced since the last answered batch, and
+// where the stream stands.
+type follower struct {
+	req     request
+	d       *decoding
+	out     *bufio.Writer
+	file    string
+	last    position // the last transaction boundary read
+	emitted position // the end of the last batch answered
+	open    bool     // rows read since the last boundary: a batch cannot close here
+	since   time.Time
+	newest  uint32 // the newest event time (Unix seconds) of the batch's rows, for the caller's lag
+}
+
+func follow(req request, w io.Writer) error {
+	syncer, streamer, err := startSync(req)
+	if err != nil {
+		return err
+	}
+	defer syncer.Close()
+	f := &follower{
+		req: req, d: newDecoding(req), out: bufio.NewWriterSize(w, 1<<20),
+		file: req.Start.File, last: req.Start, emitted: req.Start, since: time.Now(),
+	}
+	wait := time.Duration(max(1, req.Follow.BatchMillis)) * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		raw, err := streamer.GetEvent(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			if err := f.emitIfDue(true); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := f.onRaw(raw.RawData); err != nil {
+			var u unsupported
+			if errors.As(err, &u) {
+				return f.stop(u)
+			}
+			return err
+		}
+	}
+}
+
+// onRaw handles one event of the stream.
+func (f *follower) onRaw(data []byte) error {
+	ev, err := f.d.reader.parser.Parse(data)
+	if err != nil {
+		return err
+	}
+	if rotate, ok := ev.Event.(*replication.RotateEvent); ok {
+		f.file = string(rotate.NextLogName)
+		return nil
+	}
+	if t := ev.Header.EventType; t == replication.HEARTBEAT_EVENT || t == replication.HEARTBEAT_LOG_EVENT_V2 {
+		if f.open {
+			return nil
+		}
+		// The source has nothing more: an empty batch tells the caller it has applied everything
+		// (its lag is 0), as the Python reader's heartbeat boundaries do.
+		return f.emit()
+	}
+	if err := f.d.onEvent(ev); err != nil {
+		return err
+	}
+	if _, ok := ev.Event.(*replication.RowsEvent); ok {
+		f.open, f.newest = true, max(f.newest, ev.Header.Timestamp)
+		return nil
+	}
+	if q, ok := ev.Event.(*replication.QueryEvent); ok && isDDL(q) && ev.Header.LogPos != 0 {
+		return f.onDDL(q, position{File: f.file, Pos: ev.Header.LogPos})
+	}
+	boundary, err := isBoundary(ev)
+	if err != nil || !boundary || ev.Header.LogPos == 0 {
+		return err
+	}
+	f.last, f.open = position{File: f.file, Pos: ev.Header.LogPos}, false
+	return f.emitIfDue(false)
+}
+
+// emitIfDue answers the batch up to the last boundary when it is big or old enough (idle: the
+// wait for the next event timed out).
+func (f *follower) emitIfDue(idle bool) error {
+	if f.open || f.last == f.emitted {
+		return nil
+	}
+	age := time.Since(f.since) >= time.Duration(f.req.Follow.BatchMillis)*time.Millisecond
+	if !idle && !age && f.d.events < f.req.Follow.BatchEvents {
+		return nil
+	}
+	return f.emit()
+}
+
+func (f *follower) emit() error {
+	open, err := appendJSON([]byte(`{"end":`), f.last)
+	if err != nil {
+		return err
+	}
+	open = append(append(append(open, `,"newest":`...), strconv.FormatUint(uint64(f.newest), 10)...), `,"events":`...)
+	pieces, err := answerWith(open, f.d.tables, f.d.events, f.req.Flavor)
+	if err != nil {
+		return err
+	}
+	for _, p := range pieces {
+		if _, err := f.out.Write(p); err != nil {
+			return err
+		}
+	}
+	if err := f.out.Flush(); err != nil {
+		return err
+	}
+	f.d.reset(f.req.Tables)
+	f.emitted, f.since, f.newest = f.last, time.Now(), 0
+	return nil
+}
+
+// isDDL tells a statement other than a transaction's BEGIN, COMMIT or XA (as isBoundary does).
+func isDDL(q *replication.QueryEvent) bool {
+	head := strings.ToUpper(strings.TrimSpace(string(q.Query)))
+	return !strings.HasPrefix(head, "BEGIN") && !strings.HasPrefix(head, "COMMIT") && !strings.HasPrefix(head, "XA")
+}
+
+// onDDL answers the batch before a DDL statement, then the statement itself, for the caller to
+// judge (it may concern none of its tables: the sink's own DDL when it shares the server): its
+// "at" is the boundary before it, its "end" the one after it, where the stream goes on.
+func (f *follower) onDDL(q *replication.QueryEvent, end position) error {
+	if f.open {
+		return unsupported{"a DDL statement inside a transaction"}
+	}
+	if f.last != f.emitted {
+		if err := f.emit(); err != nil {
+			return err
+		}
+	}
+	line, err := appendJSON([]byte(`{"ddl":`), string(q.Query))
+	if err != nil {
+		return err
+	}
+	if line, err = appendJSON(append(line, `,"schema":`...), string(q.Schema)); err != nil {
+		return err
+	}
+	if line, err = appendJSON(append(line, `,"at":`...), f.emitted); err != nil {
+		return err
+	}
+	if line, err = appendJSON(append(line, `,"end":`...), end); err != nil {
+		return err
+	}
+	if _, err := f.out.Write(append(line, "}\n"...)); err != nil {
+		return err
+	}
+	f.last, f.emitted, f.since = end, end, time.Now()
+	return f.out.Flush()
+}
+
+// stop answers what is reduced up to the last boundary, then where the decoder stops and why.
+func (f *follower) stop(u unsupported) error {
+	if !f.open && f.last != f.emitted {
+		if err := f.emit(); err != nil {
+			return err
+		}
+	}
+	// Rows read after the last boundary belong to a transaction the caller reads again.
+	line, err := appendJSON([]byte(`{"unsupported":`), u.why)
+	if err != nil {
+		return err
+	}
+	if line, err = appendJSON(append(line, `,"end":`...), f.emitted); err != nil {
+		return err
+	}
+	if _, err := f.out.Write(append(line, "}\n"...)); err != nil {
+		return err
+	}
+	return f.out.Flush()
+}

@@ -1,0 +1,123 @@
+"""The live path on the Go decoder: batches of whole transactions, reduced to the last image per
+key by ``sparkcdc-binlogdec`` in follow mode (mysql/binlog/follow.py), applied and checkpointed.
+
+The native path serves what parallel catch-up serves — sinks that apply each key's net change
+(catch-up's ``applies_net_effects``), tables the Go decoder renders exactly (``native_eligible``),
+no referential actions to follow in order — and only past the snapshot handoff: every table's
+split filter must pass every event (its maximum high watermark is behind the start), since the Go
+decoder knows nothing of splits. Everything else, and whatever the decoder stops at (a DDL
+statement, a definition it was not given), is the Python reader's (engine/streaming.py), which
+hands back once it committed past that point. The log says which decoder runs.
+
+A batch is applied exactly as a catch-up round: per table in its own sink transaction, then the
+checkpoint at the batch's end (architecture §3 rules 5 and 6), so a crash replays at most the
+batch that was not checkpointed, which converges because it holds net last images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparkcdc.api.spec import CdcPipelineSpec
+from sparkcdc.core.checkpoint import Checkpoint
+from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.engine.backlog import BacklogProbe
+from sparkcdc.engine.catchup import applies_net_effects
+from sparkcdc.mysql.binlog.follow import NativeBatch, NativeDdl, NativeFollower, NativeStopped
+from sparkcdc.mysql.binlog.native import decoder_path, native_eligible
+from sparkcdc.mysql.binlog.reader import DdlStatement
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.options import EngineOptions
+
+__all__ = ["NativeLive", "NativeOutcome", "native_decoder", "native_tables"]
+
+Apply = Callable[[NativeBatch, Checkpoint], Checkpoint]  # applies and checkpoints one batch
+
+
+def native_decoder(spec: CdcPipelineSpec, options: EngineOptions) -> Path | None:
+    """The Go decoder for the live path of this pipeline, or None when its sink needs every change
+    or the options say Python."""
+    if not applies_net_effects(spec):
+        return None
+    return decoder_path(options.binlog_decoder, options.cache_dir)
+
+
+def native_tables(
+    source: SourceConfig,
+    schemas: Mapping[TableId, TableSchema],
+    event_filter: BinlogSplitFilter,
+    start: BinlogOffset,
+) -> dict[TableId, TableSchema] | BinlogOffset | None:
+    """The tables to give the Go decoder from ``start``; or, inside the snapshot handoff (the split
+    filter decides per event until the last high watermark), that watermark: the Python reader's
+    until it has passed it; or None when the Go decoder would not be exact for these tables."""
+    if not schemas or not native_eligible(source, schemas):
+        return None
+    handoff = [w for t in schemas if (w := event_filter.max_watermark(t)) is not None and w > start]
+    return max(handoff) if handoff else dict(schemas)
+
+
+@dataclass(frozen=True)
+class NativeOutcome:
+    """How a stretch on the native path ended: ``reason`` None (stopped or caught up), "behind"
+    (catch-up takes over) or "unsupported" (the Python reader goes on from the checkpoint)."""
+
+    checkpoint: Checkpoint
+    reason: str | None
+    detail: str = ""
+
+
+class NativeLive:
+    """Runs one follower until it stops, the pipeline stops or catch-up should take over."""
+
+    def __init__(
+        self,
+        follower: NativeFollower,
+        apply: Apply,
+        concerns: Callable[[DdlStatement], bool],
+        poll_seconds: float,
+    ) -> None:
+        """``concerns``: whether a DDL statement touches a captured table (then the Python reader,
+        which follows schema changes, reads on from before it)."""
+        self._follower, self._apply, self._concerns, self._poll = follower, apply, concerns, poll_seconds
+
+    def run(
+        self,
+        checkpoint: Checkpoint,
+        should_stop: Callable[[], bool],
+        stop_at: BinlogOffset | None,
+        probe: BacklogProbe | None,
+    ) -> NativeOutcome:
+        self._follower.start()
+        try:
+            while not should_stop():
+                try:
+                    item = self._follower.get(self._poll)
+                except SourceError as err:
+                    # Whatever ended the decoder (a lost connection, another replica with its id, a
+                    # failover), the Python reader meets it again from the checkpoint and says it
+                    # the way it says it on its own path, or reads on where the decoder could not.
+                    return NativeOutcome(checkpoint, "unsupported", str(err))
+                if isinstance(item, NativeStopped):
+                    return NativeOutcome(checkpoint, "unsupported", item.why)
+                if isinstance(item, NativeDdl):
+                    if self._concerns(item.statement):
+                        return NativeOutcome(checkpoint, "unsupported", "a schema change of a captured table")
+                    continue
+                if item is None:
+                    continue
+                checkpoint = self._apply(item, checkpoint)
+                committed = checkpoint.binlog_offset or item.end
+                if stop_at is not None and committed >= stop_at:
+                    return NativeOutcome(checkpoint, None)
+                if probe is not None and probe.behind(committed):
+                    return NativeOutcome(checkpoint, "behind")
+            return NativeOutcome(checkpoint, None)
+        finally:
+            self._follower.close()

@@ -1,0 +1,197 @@
+"""The live binlog stream decoded by ``sparkcdc-binlogdec`` in follow mode (binlogdec/follow.go).
+
+python-mysql-replication decodes row events one by one in Python, which caps the live path far
+below what a busy source writes. In follow mode the Go decoder reads the stream as a replica from
+an offset, reduces whole transactions to the last image per key and answers one batch per line,
+each ending at a transaction boundary. A thread of this process reads the lines and converts the
+surviving rows to canonical values (the same converters as catch-up ranges: native.py) onto a
+bounded queue, so the decoder decodes, this thread converts and the caller's sink commits at the
+same time; a caller that commits slowly fills the queue and the pipe, which slows the decoder
+instead of growing memory.
+
+A DDL statement comes as :class:`NativeDdl` for the caller to judge with the same rules as the
+Python reader (the sink's own DDL on a shared server concerns no captured table). Where the stream
+holds something the decoder does not reproduce exactly (a column count that is not the
+definition's, a partial row image), it answers the batches up to the last boundary before it and
+stops with the reason: :class:`NativeStopped`. The caller reads on from there with
+python-mysql-replication.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog.native import native_request, reduced_changes
+from sparkcdc.mysql.binlog.reader import DdlStatement
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.schema import TableSchema
+
+__all__ = ["FollowSettings", "NativeBatch", "NativeDdl", "NativeFollower", "NativeStopped"]
+
+
+@dataclass(frozen=True)
+class FollowSettings:
+    batch_events: int
+    batch_millis: int
+    heartbeat_seconds: int
+    capacity: int = 4  # converted batches waiting for the caller
+
+
+@dataclass(frozen=True)
+class NativeBatch:
+    """Whole transactions up to ``end``, reduced per table."""
+
+    end: BinlogOffset
+    events: int
+    newest_ms: int  # the newest event time of its rows; 0 without rows
+    changes: dict[TableId, BackfillChanges]
+
+
+@dataclass(frozen=True)
+class NativeDdl:
+    """A DDL statement between ``at`` (the previous batch's end) and ``end``: the caller judges
+    whether it concerns its tables (the Go decoder reads on past it either way)."""
+
+    at: BinlogOffset
+    statement: DdlStatement
+
+
+@dataclass(frozen=True)
+class NativeStopped:
+    """The decoder stopped at ``end`` (the last batch's end, or the start) before something it does
+    not handle exactly; the stream goes on from ``end`` with python-mysql-replication."""
+
+    end: BinlogOffset
+    why: str
+
+
+Item = NativeBatch | NativeDdl | NativeStopped
+
+
+class NativeFollower:
+    """The decoder in follow mode, its answer read and converted by a thread of its own."""
+
+    def __init__(
+        self,
+        binary: Path,
+        cfg: SourceConfig,
+        server_id: int,
+        schemas: Mapping[TableId, TableSchema],
+        start: BinlogOffset,
+        flavor: str,
+        settings: FollowSettings,
+        expect_server_id: int | None = None,
+    ) -> None:
+        """``expect_server_id``: the source's @@server_id checked on the replication connection
+        itself (a failover behind the address ends the decoder instead of being read)."""
+        request = native_request(cfg, server_id, schemas, start, flavor)
+        request["expectServerId"] = expect_server_id or 0
+        request["follow"] = {
+            "batchEvents": settings.batch_events,
+            "batchMillis": settings.batch_millis,
+            "heartbeatSeconds": settings.heartbeat_seconds,
+        }
+        self._request = json.dumps(request).encode()
+        self._binary, self._schemas, self._start = binary, dict(schemas), start
+        self._queue: queue.Queue[Item | BaseException] = queue.Queue(settings.capacity)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._read, name="sparkcdc-binlogdec-follow", daemon=True)
+        self._closing = threading.Event()
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(
+            [str(self._binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(self._request)  # the password travels here, never in argv
+        self._proc.stdin.close()
+        self._thread.start()
+
+    def get(self, timeout: float) -> NativeBatch | NativeDdl | NativeStopped | None:
+        """The next batch, the stop, or None when nothing came within ``timeout`` seconds; a
+        failure of the decoder is raised here."""
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._closing.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        while self._thread.is_alive():  # unblock a thread waiting for room in the queue
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                self._thread.join(timeout=0.1)
+
+    # -- the reading thread ----------------------------------------------------------------------
+    def _read(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                item = self._parse(line)
+                if not self._put(item) or isinstance(item, NativeStopped):
+                    return
+            self._put(self._ended(proc))
+        except BaseException as err:  # handed to the caller
+            self._put(err)
+
+    def _parse(self, line: bytes) -> Item:
+        answer: dict[str, Any] = json.loads(line)
+        end = _offset(answer["end"])
+        if "ddl" in answer:
+            return NativeDdl(
+                _offset(answer["at"]), DdlStatement(end, str(answer["schema"]), str(answer["ddl"]))
+            )
+        if "unsupported" in answer:
+            return NativeStopped(end, str(answer["unsupported"]))
+        changes = reduced_changes(self._schemas, answer["tables"])
+        return NativeBatch(end, int(answer["events"]), int(answer["newest"]) * 1000, changes)
+
+    def _ended(self, proc: subprocess.Popen[bytes]) -> BaseException:
+        code = proc.wait()
+        detail = _tail(proc.stderr)
+        if self._closing.is_set():
+            return SourceError("the binlog decoder was stopped")
+        return SourceError(f"the binlog decoder following from {self._start} ended (exit {code}): {detail}")
+
+    def _put(self, item: Item | BaseException) -> bool:
+        while not self._closing.is_set():
+            try:
+                self._queue.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
+def _offset(position: Mapping[str, Any]) -> BinlogOffset:
+    return BinlogOffset(str(position["file"]), int(position["pos"]))
+
+
+def _tail(stream: IO[bytes] | None) -> str:
+    if stream is None:
+        return ""
+    return stream.read().decode("utf-8", "replace").strip()[-2000:]

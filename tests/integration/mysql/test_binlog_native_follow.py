@@ -1,0 +1,151 @@
+"""The Go decoder following the live stream (mysql/binlog/follow.py) against python-mysql-replication.
+
+Followed in small batches, the type table's changes (every family but GEOMETRY; key changes,
+deletes) absorbed batch after batch must equal the Python decoder's reduction of the same stretch,
+value for value, and the batches must end at increasing transaction boundaries up to the stretch's
+end. A DDL statement comes as a statement to judge, between the batches before and after it; rows
+the decoder was not given the definition of stop it at the last boundary before them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness.mariadb import binlog_offset
+from harness.type_table import DDL, ROWS, insert_rows, random_rows
+from sparkcdc.core.catchup import CatchupRange, absorb
+from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
+from sparkcdc.mysql.binlog.native import decode_range, decoder_path
+from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.options import EngineOptions
+from sparkcdc.spark.catchup_tasks import RangeContext, read_range
+from sparkcdc.testing.mariadb import MariaDBServer
+
+SMALL = FollowSettings(batch_events=50, batch_millis=200, heartbeat_seconds=5)
+
+
+@pytest.fixture
+def binary() -> Path:
+    options = EngineOptions.from_environment()
+    found = decoder_path(options.binlog_decoder, options.cache_dir)
+    assert found is not None, "build the Go decoder first: bash binlogdec/build.sh"
+    return found
+
+
+def _schema(cfg: SourceConfig, table: TableId) -> TableSchema:
+    conn = connect(cfg)
+    try:
+        return load_table_schema(conn, table)
+    finally:
+        conn.close()
+
+
+def _follow(
+    binary: Path, cfg: SourceConfig, schema: TableSchema, start: BinlogOffset, until: BinlogOffset
+) -> list[NativeBatch | NativeDdl | NativeStopped]:
+    """What the follower answers from ``start`` until a batch reaches ``until`` or it stops."""
+    follower = NativeFollower(binary, cfg, 4301, {schema.table: schema}, start, "mariadb", SMALL)
+    follower.start()
+    items: list[NativeBatch | NativeDdl | NativeStopped] = []
+    try:
+        for _ in range(600):
+            item = follower.get(0.1)
+            if item is None:
+                continue
+            items.append(item)
+            if isinstance(item, NativeStopped) or (isinstance(item, NativeBatch) and item.end >= until):
+                break
+    finally:
+        follower.close()
+    return items
+
+
+def test_followed_batches_reduce_the_type_table_like_python(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`types`"
+    mariadb.execute(DDL.replace(", g GEOMETRY NULL", "").format(t=table))
+    start = binlog_offset(mariadb)
+    rows = [{k: v for k, v in r.items() if k != "g"} for r in ROWS + random_rows(300)]
+    insert_rows(mariadb, table, rows)
+    mariadb.execute(f"UPDATE {table} SET tiu = 7, vc = 'updated ✓' WHERE id IN (1, 3, 150)")
+    mariadb.execute(f"UPDATE {table} SET id = id + 10000 WHERE id BETWEEN 120 AND 140")  # key changes
+    mariadb.execute(f"UPDATE {table} SET id = 130 WHERE id = 10130")  # and back
+    mariadb.execute(f"DELETE FROM {table} WHERE id IN (2, 101, 10121)")
+    stop = binlog_offset(mariadb)
+    schema = _schema(cfg, TableId(fresh_db, "types"))
+
+    items = _follow(binary, cfg, schema, start, stop)
+    batches = [i for i in items if isinstance(i, NativeBatch)]
+    assert len(batches) == len(items) and len(batches) > 1, items
+    ends = [b.end for b in batches]
+    assert ends == sorted(set(ends)) and ends[-1] == stop
+    assert all(b.newest_ms > 0 for b in batches if b.events)
+    followed = BackfillChanges()
+    for batch in batches:
+        absorb(followed, batch.changes.get(schema.table, BackfillChanges()))
+
+    event_filter = BinlogSplitFilter({}, {}, streaming=[schema.table])
+    context = RangeContext(cfg, {schema.table: schema}, event_filter, "mariadb", None)
+    python = read_range(context, CatchupRange(0, start, stop), 4302).changes[schema.table]
+    assert sum(b.events for b in batches) == read_range(context, CatchupRange(0, start, stop), 4303).events
+    assert followed.deletes == python.deletes and (10121,) in followed.deletes
+    assert followed.upserts.keys() == python.upserts.keys()
+    for key, row in python.upserts.items():
+        diff = {c: (v, followed.upserts[key][c]) for c, v in row.items() if followed.upserts[key][c] != v}
+        assert diff == {}, f"row {key}: python vs the followed Go batches"
+
+
+def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`t`"
+    mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(10))")
+    schema = _schema(cfg, TableId(fresh_db, "t"))  # two columns, as the follower is given it
+    start = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')")
+    before_ddl = binlog_offset(mariadb)
+    mariadb.execute(f"ALTER TABLE {table} ADD COLUMN w INT")
+    after_ddl = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO {table} VALUES (3, 'c', 3)")
+    stop = binlog_offset(mariadb)
+
+    items = _follow(binary, cfg, schema, start, stop)
+    assert [type(i) for i in items] == [NativeBatch, NativeDdl, NativeStopped], items
+    batch, ddl, stopped = items
+    assert isinstance(batch, NativeBatch) and batch.end == before_ddl
+    assert batch.changes[schema.table].upserts == {(1,): {"id": 1, "v": "a"}, (2,): {"id": 2, "v": "b"}}
+    assert isinstance(ddl, NativeDdl) and ddl.at == before_ddl and ddl.statement.offset == after_ddl
+    assert "ADD COLUMN w" in ddl.statement.query
+    # The row with three columns: the caller reads on from after the DDL with Python.
+    assert isinstance(stopped, NativeStopped) and stopped.end == after_ddl and "columns" in stopped.why
+
+
+def test_rows_of_another_definition_of_the_same_width_are_refused(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    """A restart after ``DROP n, ADD c`` starts with the new definition; the rows before the DDL
+    have as many columns but others: decoding them with it would put n's values into c."""
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`t`"
+    mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(10), n INT)")
+    start = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO {table} VALUES (1, 'a', 10)")
+    before_ddl = binlog_offset(mariadb)
+    mariadb.execute(f"ALTER TABLE {table} DROP COLUMN n, ADD COLUMN c INT")
+    stop = binlog_offset(mariadb)
+    schema = _schema(cfg, TableId(fresh_db, "t"))  # (id, v, c): the definition now
+    items = _follow(binary, cfg, schema, start, stop)
+    assert len(items) == 1 and isinstance(items[0], NativeStopped), items
+    assert items[0].end == start and "other columns" in items[0].why
+    assert decode_range(binary, cfg, 4304, {schema.table: schema}, start, before_ddl) is None  # catch-up too
