@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: deps test unit container images lint bench bench-binlog bench-latency demo crd clean
+.PHONY: deps test unit container images lint bench bench-binlog bench-latency bench-stream demo crd clean
 
 deps:
 	@bash hack/bootstrap.sh
@@ -41,6 +41,10 @@ bench-binlog: deps
 
 bench-latency: deps
 	$(PY) benchmarks/latency.py
+
+# sparkcdc's live binlog path next to Debezium and Flink CDC (../shared/peers; needs Java 17 and Maven).
+bench-stream: deps
+	$(PY) benchmarks/stream.py
 
 demo: deps
 	$(PY) -m sparkcdc.demo

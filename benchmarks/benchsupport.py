@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,6 +285,7 @@ def run_sparkcdc(
     watch: dict[str, Callable[[], bool]] | None = None,
     on_start: Callable[[subprocess.Popen[bytes], list[tuple[float, str]]], None] | None = None,
     command: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Run:
     """Run ``python -m sparkcdc run MANIFEST --state-dir DIR [--exit-when-caught-up]`` to its end.
 
@@ -292,7 +293,8 @@ def run_sparkcdc(
     (``Run.marks``, seconds since start, and ``Run.cpu_marks``, the tree's CPU seconds by then).
     ``on_start(process, lines)`` runs in a thread of its
     own once the process is started (``lines`` fills with its stderr as it comes). ``command``
-    runs instead of ``sparkcdc run`` (with the same environment and measurements).
+    runs instead of ``sparkcdc run`` (with the same environment and measurements); ``env`` adds
+    variables to that environment (e.g. an engine option).
     """
     if command is None:
         command = [sys.executable, "-m", "sparkcdc", "run", str(manifest), "--state-dir", str(state_dir)]
@@ -307,7 +309,7 @@ def run_sparkcdc(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
-        env=sparkcdc_env(),
+        env={**sparkcdc_env(), **(env or {})},
         start_new_session=True,
     )
 
