@@ -136,7 +136,8 @@ def _converter(column: Column) -> Callable[[Any], Any]:
     shortcut to the value ``canonical_value`` would return (the type-table test holds them to it)."""
     family = column.family
     if column.zero_dates:  # MySQL's text, zero dates included (zero_dates.py)
-        return lambda v: None if v is None else rendered_text(column, v)
+        printed = _printed_as_mysql(column)  # go-mysql's text is MySQL's already, mostly
+        return lambda v: None if v is None else (v if printed(v) else rendered_text(column, v))
     if _is_utf8_text(column):
         return _same  # already the decoded text
     if family is Family.INTEGER and not column.unsigned:
@@ -154,6 +155,17 @@ def _converter(column: Column) -> Callable[[Any], Any]:
     if family in _BYTES:
         return lambda v: None if v is None else canonical_value(column, base64.b64decode(v))
     return lambda v: None if v is None else canonical_value(column, v)
+
+
+def _printed_as_mysql(column: Column) -> Callable[[str], object]:
+    """Whether a rendered date is already MySQL's text for ``column`` (the fields, zero ones
+    included, and exactly the column's fractional digits): then ``rendered_text`` would print it
+    again unchanged, and it is kept as it is."""
+    digits = min(int(column.datetime_precision or 0), 6)
+    pattern = r"\d{4}-\d{2}-\d{2}"
+    if column.family is not Family.DATE:
+        pattern += r" \d{2}:\d{2}:\d{2}" + (rf"\.\d{{{digits}}}" if digits else "")
+    return re.compile(pattern).fullmatch
 
 
 def _key_of(row_key: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
