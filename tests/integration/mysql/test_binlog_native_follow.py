@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.mariadb import binlog_offset
-from harness.type_table import DDL, ROWS, insert_rows, random_rows
+from harness.type_table import create_without_geometry, write_changes_without_geometry
 from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.merge import BackfillChanges
@@ -73,14 +73,9 @@ def test_followed_batches_reduce_the_type_table_like_python(
 ) -> None:
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`types`"
-    mariadb.execute(DDL.replace(", g GEOMETRY NULL", "").format(t=table))
+    create_without_geometry(mariadb, table)
     start = binlog_offset(mariadb)
-    rows = [{k: v for k, v in r.items() if k != "g"} for r in ROWS + random_rows(300)]
-    insert_rows(mariadb, table, rows)
-    mariadb.execute(f"UPDATE {table} SET tiu = 7, vc = 'updated ✓' WHERE id IN (1, 3, 150)")
-    mariadb.execute(f"UPDATE {table} SET id = id + 10000 WHERE id BETWEEN 120 AND 140")  # key changes
-    mariadb.execute(f"UPDATE {table} SET id = 130 WHERE id = 10130")  # and back
-    mariadb.execute(f"DELETE FROM {table} WHERE id IN (2, 101, 10121)")
+    write_changes_without_geometry(mariadb, table)
     stop = binlog_offset(mariadb)
     schema = _schema(cfg, TableId(fresh_db, "types"))
 
