@@ -77,7 +77,7 @@ PY = "sparkcdc live → jdbc (python-mysql-replication)"
 CHANGELOG = "sparkcdc live → changelog"
 DELTA = "sparkcdc live → delta"
 PATHS = (GO, PY, CHANGELOG, DELTA)
-IN_ALL = re.compile(r"\((\d+) in all\)")
+IN_ALL = re.compile(r"\((\d+) in all[,)]")
 COLUMNS = ("", "path", "count", "seconds", "events/s", "steady/s", "x base", "cpu s", "rss MiB", "notes")
 NOTE = (
     "seconds: the peers' from engine start (in the JVM), sparkcdc's from 'streaming the binlog from', to the "

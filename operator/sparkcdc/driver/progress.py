@@ -1,9 +1,19 @@
-"""Terminal progress for ``sparkcdc run``: one bar per table, then binlog batches."""
+"""Progress of ``sparkcdc run`` on stderr: one bar per table, then a line per binlog batch.
+
+On a terminal the snapshot shows live bars (a table's bar goes once its snapshot is done, so the
+stream's lines do not redraw finished bars). Without one (CI, ``nohup``, ``| tee``) there are no
+bars: each table's snapshot says how far it is at most every ``PLAIN_EVERY`` seconds, so a log
+never goes silent for minutes. Batch lines carry what an on-call reader asks first: how many
+changes, up to where, how fast, and the lag behind the source. Lines are wide enough for a log
+file (no 80-column wrap) and carry no source location.
+"""
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -25,6 +35,16 @@ from sparkcdc.spark.snapshot import SplitSummary
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+PLAIN_EVERY = 10.0  # seconds between a table's snapshot lines without a terminal
+LOG_WIDTH = 200  # columns of a log that is not a terminal
+
+
+def stderr_console() -> Console:
+    """The console of ``sparkcdc run`` and ``verify``: stderr, no source location on log lines,
+    and without a terminal lines as wide as a log file takes (rich would wrap them at 80)."""
+    terminal = sys.stderr.isatty()
+    return Console(stderr=True, log_path=False, width=None if terminal else LOG_WIDTH)
 
 
 class LiveDisplay:
@@ -58,9 +78,10 @@ class LiveDisplay:
 class RichProgress(LiveDisplay):
     """One live display shared by every pipeline of the run."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         super().__init__(
-            console or Console(stderr=True),
+            console or stderr_console(),
             TextColumn("[bold]{task.description:<20}"),
             BarColumn(bar_width=16),
             MofNCompleteColumn(),
@@ -80,40 +101,63 @@ class _PipelineProgress(PipelineListener):
         self._display = display
         self._pipeline = pipeline
         self._tasks: dict[TableId, TaskID] = {}
-        self._rows: dict[TableId, int] = {}
+        self._table_rows: dict[TableId, tuple[int, int, int]] = {}  # done, total, rows
+        self._started: dict[TableId, float] = {}
+        self._said: dict[TableId, float] = {}  # when a plain line last said it
         self._events = 0
+        self._last_commit: float | None = None
 
     def message(self, text: str) -> None:
         self._display.log(self._pipeline, text)
 
     def snapshot_planned(self, totals: Mapping[TableId, int], finished: Mapping[TableId, int]) -> None:
+        now = self._display.clock()
         with self._display.lock:
             for table, total in sorted(totals.items()):
-                self._rows[table] = 0
-                self._tasks[table] = self._display.progress.add_task(
-                    f"{self._pipeline} {table}",
-                    total=total,
-                    completed=finished.get(table, 0),
-                    rows=0,
-                    rate=0.0,
-                )
+                done = finished.get(table, 0)
+                self._table_rows[table] = (done, total, 0)
+                self._started[table] = self._said[table] = now
+                if done < total:
+                    self._tasks[table] = self._display.progress.add_task(
+                        f"{self._pipeline} {table}", total=total, completed=done, rows=0, rate=0.0
+                    )
 
     def splits_finished(self, summaries: Sequence[SplitSummary]) -> None:
-        progress = self._display.progress
+        now = self._display.clock()
         with self._display.lock:
             for summary in summaries:
                 table = summary.split.table
-                task = self._tasks.get(table)
-                if task is None:
-                    continue
-                self._rows[table] += summary.rows
-                total = max(progress.tasks[task].total or 0, summary.split.index + 1)
-                elapsed = progress.tasks[task].elapsed or 0.0
-                rate = self._rows[table] / elapsed if elapsed > 0 else 0.0
-                progress.update(task, advance=1, total=total, rows=self._rows[table], rate=rate)
+                done, total, rows = self._table_rows.get(table, (0, 0, 0))
+                self._table_rows[table] = (done + 1, max(total, summary.split.index + 1), rows + summary.rows)
+            for table in {s.split.table for s in summaries}:
+                self._show(table, now)
+
+    def _show(self, table: TableId, now: float) -> None:
+        done, total, rows = self._table_rows[table]
+        rate = rows / max(now - self._started[table], 1e-9)
+        task = self._tasks.get(table)
+        if task is not None:
+            self._display.progress.update(task, completed=done, total=total, rows=rows, rate=rate)
+        if done >= total:
+            if task is not None:
+                self._display.progress.remove_task(task)
+                del self._tasks[table]
+            self.message(f"snapshot of {table} done: {total} splits, {rows:,} rows, {rate:,.0f} rows/s")
+        elif not self._display.console.is_terminal and now - self._said[table] >= PLAIN_EVERY:
+            self._said[table] = now
+            self.message(f"snapshot of {table}: {done}/{total} splits, {rows:,} rows, {rate:,.0f} rows/s")
 
     def batch_committed(self, commit: BatchCommit) -> None:
-        events, offset = commit.events, commit.offset
-        if events:
-            self._events += events
-            self.message(f"binlog: {events} changes committed up to {offset} ({self._events} in all)")
+        now = self._display.clock()
+        since, self._last_commit = self._last_commit, now
+        if not commit.events:
+            return
+        self._events += commit.events
+        rate = f", {commit.events / (now - since):,.0f}/s" if since is not None and now > since else ""
+        lag = ""
+        if commit.newest_ms:
+            lag = f", lag {max(0.0, time.time() - commit.newest_ms / 1000):.1f}s"
+        self.message(
+            f"binlog: {commit.events} changes committed up to {commit.offset} "
+            f"({self._events} in all{rate}{lag})"
+        )

@@ -17,7 +17,7 @@ from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.driver.local import runtimes_of, sink_spark_conf
-from sparkcdc.driver.progress import LiveDisplay
+from sparkcdc.driver.progress import LiveDisplay, stderr_console
 from sparkcdc.exit_codes import EXIT_DIFFERS, EXIT_OK, EXIT_USER_ERROR
 from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import create_session, local_master
@@ -107,7 +107,7 @@ def verify_local(
     spark: object | None = None,
 ) -> tuple[int, list[PipelineReport]]:
     """Verify every pipeline of ``manifest``; the exit code is 0 only when every chunk matches."""
-    console = console or Console(stderr=True, log_path=False)
+    console = console or stderr_console()
     engine = EngineOptions.from_environment()
     runtimes = runtimes_of(manifest, engine)
     if not runtimes:
