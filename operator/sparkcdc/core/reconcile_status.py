@@ -162,6 +162,15 @@ def _driver_patch(status: StatusView | None, changes: dict[str, Any]) -> dict[st
     return out
 
 
+# The reason of a condition with nothing to report (Kubernetes requires one; kubectl shows it).
+QUIET_REASONS = {
+    "Ready": "NotReady",
+    "Reconciling": "Reconciled",
+    "Stalled": "Progressing",
+    "CrashLooping": "NoRepeatedFailures",
+}
+
+
 def _conditions(
     existing: Sequence[ConditionView],
     verdict: Verdict,
@@ -186,6 +195,7 @@ def _conditions(
     out = []
     for type_ in CONDITION_TYPES:
         state, reason, message = wanted[type_]
+        reason = reason or QUIET_REASONS[type_]  # Kubernetes conditions always carry a reason
         previous = by_type.get(type_)
         changed = previous is None or previous.status != state or not previous.last_transition_time
         moment = format_time(now) if changed or previous is None else previous.last_transition_time

@@ -289,9 +289,9 @@ def test_kstatus_conditions_with_observed_generation() -> None:
     status = apply_status(make_status(phase="Pending"), reconcile(make_spec(), make_status(), seen, NOW))
     assert status.observed_generation == 3
     assert condition(status, "Ready") == ("True", "Snapshotting")
-    assert condition(status, "Reconciling") == ("False", "")
-    assert condition(status, "Stalled") == ("False", "")
-    assert condition(status, "CrashLooping") == ("False", "")
+    assert condition(status, "Reconciling") == ("False", "Reconciled")
+    assert condition(status, "Stalled") == ("False", "Progressing")
+    assert condition(status, "CrashLooping") == ("False", "NoRepeatedFailures")
     assert {c.observed_generation for c in status.conditions} == {3}
 
 
@@ -383,7 +383,7 @@ def test_no_progress_is_stalled_unless_caught_up() -> None:
     caught_up = make_status(progress={"splitsTotal": 2, "splitsFinished": 2, "lagSeconds": 1.0})
     status = apply_status(caught_up, reconcile(make_spec(), caught_up, seen, NOW))
     assert status.phase == "Streaming"
-    assert condition(status, "Stalled") == ("False", "")
+    assert condition(status, "Stalled") == ("False", "Progressing")
 
 
 @pytest.mark.parametrize(
