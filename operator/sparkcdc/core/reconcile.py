@@ -52,6 +52,12 @@ DRIVER_FAILED = "DriverFailed"
 # says so first in its termination message.
 SOURCE_CHANGED = "SourceChanged"
 _SOURCE_CHANGED_MESSAGE = "the source changed:"
+# A driver whose resume position is gone from the source (mysql/errors.py BinlogLostError): no
+# restart can help; the user resnapshots (spec.startup.onBinlogLost) or starts anew.
+BINLOG_LOST = "BinlogLost"
+_BINLOG_LOST_MESSAGE = "binlog lost:"
+# Failures that wait for the user instead of being retried, by the termination message's start.
+_REFUSALS = {_SOURCE_CHANGED_MESSAGE: SOURCE_CHANGED, _BINLOG_LOST_MESSAGE: BINLOG_LOST}
 MAX_RESTARTS = "MaxRestartsExceeded"
 FALSE = ("False", "", "")
 
@@ -253,11 +259,12 @@ def _failure(pod: DriverPod, policy: RestartPolicyView, now: datetime) -> _Failu
         if pod.termination_reason:
             parts.append(pod.termination_reason)
         message = (pod.termination_message or "").strip()
-        refused = message.startswith(_SOURCE_CHANGED_MESSAGE)
+        refused = next((r for m, r in _REFUSALS.items() if message.startswith(m)), None)
         if message:
-            # A refusal names both servers first; other failures end with what matters.
+            # A refusal says what first (both servers, the lost position); other failures end
+            # with what matters.
             parts.append(message[:1024] if refused else message[-1024:])
-        return _Failure(SOURCE_CHANGED if refused else DRIVER_FAILED, ": ".join(parts), at, ran_for)
+        return _Failure(refused or DRIVER_FAILED, ": ".join(parts), at, ran_for)
     timeout = policy.pending_timeout_seconds
     if pod.phase == "Pending" and (now - pod.created_at).total_seconds() >= timeout:
         cause, detail = pending_cause(pod)
@@ -279,11 +286,12 @@ def _failed(ctx: _Context, pod: DriverPod, failure: _Failure) -> _Plan:
         restarts = (0 if failure.ran_for >= policy.stable_seconds else restarts) + 1
         verdict.driver.update(restarts=restarts, lastFailure=f"{pod.name}: {failure.summary}")
         plan.events.append(Event("Warning", failure.reason, f"driver {pod.name}: {failure.summary}"))
-    if failure.reason == SOURCE_CHANGED:
+    if failure.reason in _REFUSALS.values():
         # A refusal, not a crash: a restart would refuse again. It waits for the user (a new
-        # spec.source, onSourceChange: resnapshot, or a restartNonce once the server caught up).
-        verdict.phase, verdict.ready = "Failed", ("False", SOURCE_CHANGED, failure.summary)
-        verdict.stalled = ("True", SOURCE_CHANGED, failure.summary)
+        # spec.source, onSourceChange or onBinlogLost: resnapshot, or a restartNonce once the
+        # server caught up).
+        verdict.phase, verdict.ready = "Failed", ("False", failure.reason, failure.summary)
+        verdict.stalled = ("True", failure.reason, failure.summary)
         return plan
     if policy.max_restarts is not None and restarts > policy.max_restarts:
         limit = policy.max_restarts

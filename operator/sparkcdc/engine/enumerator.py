@@ -43,6 +43,7 @@ from sparkcdc.engine.streaming import BinlogStreamer, StreamSettings, live_reade
 from sparkcdc.engine.table_failures import record_wave
 from sparkcdc.engine.wave_runner import WaveRunner
 from sparkcdc.mysql.connection import SourceError, connect
+from sparkcdc.mysql.errors import BinlogLostError
 from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
@@ -176,7 +177,7 @@ class SplitEnumerator:
 
     def _check_binlog_available(self, checkpoint: Checkpoint, start: BinlogOffset) -> Checkpoint | None:
         """None when streaming can start at ``start``; else the checkpoint with the lost tables
-        reset (``resnapshot``), or ``SourceError`` (``fail``)."""
+        reset (``resnapshot``), or ``BinlogLostError`` (``fail``)."""
         conn = connect(self._runtime.source)
         try:
             files = source_binlog_files(conn)
@@ -186,7 +187,7 @@ class SplitEnumerator:
         finally:
             conn.close()
         if self._runtime.pipeline.spec.startup.on_binlog_lost != "resnapshot":
-            raise SourceError(lost_message(start, files))
+            raise BinlogLostError(lost_message(start, files))
         lost = lost_tables(checkpoint, start, captured, files)
         self._listener.warning(
             lost_message(start, files).split(". Set")[0]

@@ -328,6 +328,22 @@ def test_a_refused_source_stays_refused_until_the_spec_changes() -> None:
     ]
 
 
+def test_a_lost_binlog_is_not_retried_like_a_crash() -> None:
+    """A purged resume position fails the same way on every restart: the pipeline waits for the
+    user (onBinlogLost: resnapshot, a restartNonce), with its own reason instead of DriverFailed."""
+    lost = "binlog lost: the pipeline must resume reading at binlog.000003:4, but binlog file ..."
+    pod = replace(failed_pod(), termination_message=lost, exit_code=2)
+    before = make_status(phase="Streaming")
+    status = apply_status(before, reconcile(make_spec(), before, observed(pod), NOW))
+    assert status.phase == "Failed"
+    assert condition(status, "Ready") == ("False", "BinlogLost")
+    assert condition(status, "Stalled") == ("True", "BinlogLost")
+    later = NOW + timedelta(minutes=10)
+    assert [
+        a for a in reconcile(make_spec(), status, observed(pod), later) if not isinstance(a, PatchStatus)
+    ] == []
+
+
 def test_a_long_refusal_keeps_both_servers_named() -> None:
     text = (
         "the source changed: the checkpoint was written by server_id 1, but the source is now server_id 2: "

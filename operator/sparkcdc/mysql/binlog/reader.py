@@ -54,7 +54,7 @@ from sparkcdc.mysql.binlog.connection import (
 )
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig, connection_kwargs, source_error
-from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.errors import BinlogLostError, SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import binlog_row_to_canonical
 
@@ -268,7 +268,7 @@ class BinlogChangeReader:
         if is_clash(code, message):
             return self._clash_error()
         if code == 1236:
-            return SourceError(
+            return BinlogLostError(
                 f"the source cannot send its binlog from {start} ({message}); the file was probably purged. "
                 "Keep binlogs longer (binlog_expire_logs_seconds / expire_logs_days) or set "
                 "spec.startup.onBinlogLost: resnapshot"
