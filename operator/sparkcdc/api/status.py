@@ -72,6 +72,11 @@ class Progress(StatusModel):
     rows_snapshotted: int = Field(default=0, description="Rows written by the snapshot.")
     events_applied: int = Field(default=0, description="Binlog row events applied to the sink.")
     lag_seconds: float | None = Field(default=None, description="Age of the newest applied event.")
+    last_commit_at: str | None = Field(
+        default=None,
+        description="When the binlog phase last committed a batch (RFC 3339), heartbeats of an idle "
+        "source included: the operator's proof that a streaming driver is alive (Stalled: NoProgress).",
+    )
     binlog_offset: str | None = Field(default=None, description="Binlog position committed (file:pos).")
     gtid_position: str | None = Field(
         default=None, description="GTID position at the committed binlog position (followed on failover)."

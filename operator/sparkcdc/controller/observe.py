@@ -16,7 +16,15 @@ from sparkcdc.controller.builders import (
 from sparkcdc.core.reconcile_types import DriverPod, parse_time
 
 Obj = Mapping[str, Any]
-_PROGRESS_KEYS = ("splitsTotal", "splitsFinished", "rowsSnapshotted", "eventsApplied", "binlogOffset")
+# What moves while a driver works; lastCommitAt moves with the heartbeats of an idle source too.
+_PROGRESS_KEYS = (
+    "splitsTotal",
+    "splitsFinished",
+    "rowsSnapshotted",
+    "eventsApplied",
+    "binlogOffset",
+    "lastCommitAt",
+)
 
 
 def driver_pod_view(pod: Obj, now: datetime) -> DriverPod:

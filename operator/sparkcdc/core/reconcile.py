@@ -327,9 +327,12 @@ def _running(ctx: _Context, pod: DriverPod) -> _Plan:
             waits.append(spec.restart_policy.stable_seconds - stable_for)
     last = max(ctx.observed.last_progress_at or started, started)
     idle = (now - last).total_seconds()
+    # A driver that reports its commits (heartbeats included) proves it is alive by them; only
+    # one that does not (an older release) is taken at its last reported lag.
     caught_up = (
         phase == "Streaming"
         and progress is not None
+        and progress.last_commit_at is None
         and progress.lag_seconds is not None
         and progress.lag_seconds < settings.stall_seconds
     )

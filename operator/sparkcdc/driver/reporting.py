@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -142,6 +143,7 @@ class DriverProgress(PipelineListener):
         self._events = events_applied
         self._lag: float | None = None
         self._source: str | None = None  # the source server, once checked at start
+        self._last_commit_at: str | None = None  # the binlog phase's heartbeat (status.progress)
         self._lock = threading.Lock()
         self._stored: StoredCheckpoint | None = None  # None until the engine loaded it
 
@@ -198,6 +200,7 @@ class DriverProgress(PipelineListener):
         self.metrics.lag.set(self._lag)
         if commit.sink_seconds:
             self.metrics.sink_commit.observe(commit.sink_seconds)
+        self._last_commit_at = _rfc3339(self._clock())
         self._push()
 
     def source_identified(self, identity: SourceIdentity) -> None:
@@ -225,6 +228,7 @@ class DriverProgress(PipelineListener):
             rows_snapshotted=sum(self._rows.values()),
             events_applied=self._events,
             lag_seconds=None if self._lag is None else round(self._lag, 3),
+            last_commit_at=self._last_commit_at,
             binlog_offset=None if self._offset is None else str(self._offset),
             gtid_position=(self._offset.gtid_set or None) if self._offset is not None else None,
             source=self._source,
@@ -241,3 +245,7 @@ class DriverProgress(PipelineListener):
 
     def _push(self) -> None:
         self._push_to(self.progress().to_k8s())
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -20,6 +20,7 @@ from harness.reconcile_fixtures import (
     observed,
     summary,
 )
+from sparkcdc.controller.observe import ProgressClock
 from sparkcdc.core.reconcile import backoff_seconds, reconcile
 from sparkcdc.core.reconcile_types import CreatePod, DeletePod, Observed, PatchStatus, Settings
 
@@ -400,6 +401,35 @@ def test_no_progress_is_stalled_unless_caught_up() -> None:
     status = apply_status(caught_up, reconcile(make_spec(), caught_up, seen, NOW))
     assert status.phase == "Streaming"
     assert condition(status, "Stalled") == ("False", "Progressing")
+
+
+def test_a_driver_that_stopped_committing_is_stalled_whatever_its_last_lag() -> None:
+    """A driver reporting its commits (heartbeats of an idle source included) proves it is alive
+    by them: once they stop, its last lag (small: it had caught up, then hung) does not hide it."""
+    hung = make_status(
+        progress={
+            "splitsTotal": 2,
+            "splitsFinished": 2,
+            "lagSeconds": 0.0,
+            "lastCommitAt": "2026-01-01T00:00:00Z",
+        }
+    )
+    seen = observed(make_pod(age=800), last_progress_at=NOW - timedelta(seconds=700))
+    status = apply_status(hung, reconcile(make_spec(), hung, seen, NOW))
+    assert condition(status, "Stalled") == ("True", "NoProgress")
+    alive = observed(make_pod(age=800), last_progress_at=NOW - timedelta(seconds=30))
+    status = apply_status(hung, reconcile(make_spec(), hung, alive, NOW))
+    assert condition(status, "Stalled") == ("False", "Progressing")
+
+
+def test_the_commit_heartbeat_counts_as_progress() -> None:
+    clock = ProgressClock()
+    first = {"progress": {"binlogOffset": "b.1:4", "lastCommitAt": "2026-01-01T00:00:00Z"}}
+    assert clock.last_progress("u", first, NOW) == NOW
+    later = NOW + timedelta(seconds=60)
+    assert clock.last_progress("u", first, later) == NOW  # nothing moved
+    beat = {"progress": {"binlogOffset": "b.1:4", "lastCommitAt": "2026-01-01T00:01:00Z"}}
+    assert clock.last_progress("u", beat, later) == later  # an idle source's heartbeat commit
 
 
 @pytest.mark.parametrize(
