@@ -186,11 +186,25 @@ def test_default_render_is_cluster_wide(control_plane: ControlPlane) -> None:
     assert security["capabilities"]["drop"] == ["ALL"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-    # Cluster-wide rules for the operator; the shared driver account (no Role: each pipeline's
-    # drivers get their own account and Role from the operator) in the release namespace.
-    (role,) = find(objects, "ClusterRole", "rel-sparkcdc")
+    # Cluster-wide, the operator only watches and reports; what it creates is bound in the driver
+    # namespace alone (here the release's); the shared driver account (no Role: each pipeline's
+    # drivers get their own account and Role from the operator) is there too.
+    (watch,) = find(objects, "ClusterRole", "rel-sparkcdc")
+    assert rules_grant(watch["rules"], "sparkcdc.io", "cdcpipelines/status", "patch")
+    assert rules_grant(watch["rules"], "", "pods", "watch")
+    for resource in ("pods", "services", "configmaps", "secrets", "serviceaccounts"):
+        assert not rules_grant(watch["rules"], "", resource, "create"), resource
+    (binding,) = find(objects, "RoleBinding", "rel-sparkcdc-drivers", "ops")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "rel-sparkcdc-drivers",
+    }
+    assert not [
+        b for b in find(objects, "ClusterRoleBinding") if b["roleRef"]["name"] == "rel-sparkcdc-drivers"
+    ]
+    (role,) = find(objects, "ClusterRole", "rel-sparkcdc-drivers")
     assert rules_grant(role["rules"], "", "pods", "create")
-    assert rules_grant(role["rules"], "sparkcdc.io", "cdcpipelines/status", "patch")
     assert not rules_grant(role["rules"], "", "secrets", "get")  # the operator never reads secrets
     for kind in ("roles", "rolebindings"):
         assert rules_grant(role["rules"], "rbac.authorization.k8s.io", kind, "create")

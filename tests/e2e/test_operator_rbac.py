@@ -147,18 +147,25 @@ def check(cp: ControlPlane, who: dict[str, str], matrix: list[Cell]) -> None:
 ROLES, BINDINGS = "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"
 
 
-def operator_cells(where: str, allowed: bool) -> list[Cell]:
-    """What the operator needs, in ``where``."""
-    needs = [
-        ("get", PIPELINES), ("list", PIPELINES), ("watch", PIPELINES), ("patch", PIPELINES),
-        ("patch", STATUS), ("update", "cdcpipelines.sparkcdc.io/finalizers"),
-        ("create", "pods"), ("delete", "pods"), ("watch", "pods"), ("create", "services"),
-        ("delete", "services"), ("create", "configmaps"), ("get", "configmaps"), ("create", "events"),
-        # Each pipeline's driver account, Role and binding (and the shared account, their template).
-        ("get", "serviceaccounts"), ("create", "serviceaccounts"), ("patch", "serviceaccounts"),
-        ("create", ROLES), ("patch", ROLES), ("create", BINDINGS), ("patch", BINDINGS),
-    ]  # fmt: skip
-    return [("operator", verb, resource, where, allowed) for verb, resource in needs]
+# What the operator needs to watch pipelines and report on them: wherever it watches.
+WATCHING = [
+    ("get", PIPELINES), ("list", PIPELINES), ("watch", PIPELINES), ("patch", PIPELINES),
+    ("patch", STATUS), ("update", "cdcpipelines.sparkcdc.io/finalizers"), ("watch", "pods"),
+    ("create", "events"),
+]  # fmt: skip
+# What it needs to start drivers: only where drivers may run.
+CREATING = [
+    ("create", "pods"), ("delete", "pods"), ("create", "services"), ("delete", "services"),
+    ("create", "configmaps"), ("get", "configmaps"), ("create", "secrets"),
+    # Each pipeline's driver account, Role and binding (and the shared account, their template).
+    ("get", "serviceaccounts"), ("create", "serviceaccounts"), ("patch", "serviceaccounts"),
+    ("create", ROLES), ("patch", ROLES), ("create", BINDINGS), ("patch", BINDINGS),
+]  # fmt: skip
+
+
+def operator_cells(where: str, allowed: bool, needs: list[tuple[str, str]] | None = None) -> list[Cell]:
+    """What the operator needs (``needs``, default all of it), in ``where``."""
+    return [("operator", verb, resource, where, allowed) for verb, resource in needs or WATCHING + CREATING]
 
 
 # What no account may do anywhere: read credentials, change what users declared, escalate.
@@ -206,7 +213,11 @@ def driver_cells() -> list[Cell]:
 def test_cluster_wide_operator_and_driver_permissions(
     chart_rbac: dict[str, str], control_plane: ControlPlane
 ) -> None:
-    matrix = operator_cells("pipelines", True) + operator_cells("other", True) + operator_cells(ALL, True)
+    """Watching every namespace, the operator may create drivers (pods, accounts, Roles) only in the
+    driver namespaces: not in another namespace, not in kube-system, not cluster-wide."""
+    matrix = operator_cells("pipelines", True)
+    for where in ("other", "kube-system", ALL):
+        matrix += operator_cells(where, True, WATCHING) + operator_cells(where, False, CREATING)
     matrix += forbidden("operator", "pipelines") + forbidden("operator", "other") + forbidden("operator", ALL)
     matrix += [("operator", "list", "nodes", ALL, False), ("operator", "delete", "namespaces", ALL, False)]
     check(control_plane, chart_rbac, matrix + driver_cells())

@@ -102,8 +102,16 @@ app.kubernetes.io/component: driver
 {{- end }}
 {{- end }}
 
-{{/* The operator's rules on its namespaced resources (a ClusterRole's or each watched namespace's Role). */}}
+{{/* The operator's rules on its namespaced resources (a ClusterRole's or each watched namespace's
+Role): what it watches and reports, then what it creates (operatorWriteRules). */}}
 {{- define "sparkcdc.operatorRules" -}}
+{{ include "sparkcdc.operatorWatchRules" . }}
+{{ include "sparkcdc.operatorWriteRules" . }}
+{{- end }}
+
+{{/* Watching and reporting: bound cluster-wide when the operator watches all namespaces. None of
+it creates a pod or reads a Secret, so none of it reaches beyond the pipelines. */}}
+{{- define "sparkcdc.operatorWatchRules" -}}
 # The pipelines: kopf watches them and patches its annotations (diff base, handler progress) and,
 # for statePolicy Retain, its finalizer; the reconciler reads them and lists them to assign server ids.
 - apiGroups: ["sparkcdc.io"]
@@ -119,7 +127,21 @@ app.kubernetes.io/component: driver
 - apiGroups: ["sparkcdc.io"]
   resources: ["cdcpipelines/finalizers"]
   verbs: ["update"]
-# Driver pods (kopf watches them by label) and their headless Services.
+# Driver pods: kopf watches them by label.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+# Events on pipelines (the operator's and kopf's), also on a pipeline refused where drivers may not run.
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+
+{{/* Creating: bound only in the namespaces where drivers may run (a Role there, or a RoleBinding
+there to the "-drivers" ClusterRole), never cluster-wide: pod creation anywhere would be close to
+cluster-admin (any account, any Secret mounted). */}}
+{{- define "sparkcdc.operatorWriteRules" -}}
+# Driver pods and their headless Services.
 - apiGroups: [""]
   resources: ["pods", "services"]
   verbs: ["create", "delete", "get", "list", "watch", "patch"]
@@ -133,10 +155,6 @@ app.kubernetes.io/component: driver
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create"]
-# Events on pipelines (the operator's and kopf's).
-- apiGroups: ["", "events.k8s.io"]
-  resources: ["events"]
-  verbs: ["create", "patch"]
 {{- end }}
 
 {{/* The driver's rules in its own namespace. */}}

@@ -171,7 +171,10 @@ class Reconciler:
                 version = obj["metadata"]["resourceVersion"]
                 obj = self.kube.patch_pipeline_status(namespace, name, dict(action.fields), version)
             elif isinstance(action, CreateService):
-                self.kube.create_service(driver_service(pipeline, self.settings.driver_metrics_port))
+                # Not where drivers may not run (no shared driver account, or no rights there):
+                # the CreatePod that follows is refused for that, with the way out.
+                if self.kube.get_service_account(namespace, self.settings.driver_service_account):
+                    self.kube.create_service(driver_service(pipeline, self.settings.driver_metrics_port))
             elif isinstance(action, CreatePod):
                 refusal = self._create_driver(pipeline, action.epoch)
                 if refusal is not None:

@@ -25,6 +25,7 @@ IN_CLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EVENT_COMPONENT = "sparkcdc-operator"
 
 Obj = dict[str, Any]
+_ABSENT = (403, 404)  # see KubeClient: what the operator may not read where it may not create
 
 
 class ConflictError(RuntimeError):
@@ -75,7 +76,12 @@ def _json(response: Any) -> Obj:
 
 
 class KubeClient:
-    """Typed-enough wrappers over the generated client; 404 is None, 409 is ConflictError."""
+    """Typed-enough wrappers over the generated client; 404 is None, 409 is ConflictError.
+
+    Reads of what the operator makes (its Services, ConfigMaps, the namespace's driver account)
+    treat 403 as absent too: watching all namespaces, it may create only in the driver namespaces
+    (the chart's RBAC), so elsewhere nothing it made can exist, and a pipeline there is refused
+    for the missing driver account instead of failing its reconcile on a read."""
 
     def __init__(self, api: Any, instance: str = EVENT_COMPONENT) -> None:
         self.api = api
@@ -175,7 +181,7 @@ class KubeClient:
         try:
             self.core.read_namespaced_service(name, namespace, _preload_content=False)
         except ApiException as err:
-            if err.status == 404:
+            if err.status in _ABSENT:
                 return False
             raise
         return True
@@ -189,10 +195,12 @@ class KubeClient:
 
     # -- the driver's own ServiceAccount, Role and RoleBinding ------------------------------------
     def get_service_account(self, namespace: str, name: str) -> Obj | None:
+        """The account, or None when it is missing or the operator may not read it there (403:
+        a namespace outside the ones the chart binds its rights in, where drivers may not run)."""
         try:
             return _json(self.core.read_namespaced_service_account(name, namespace, _preload_content=False))
         except ApiException as err:
-            if err.status == 404:
+            if err.status in _ABSENT:
                 return None
             raise
 
@@ -232,7 +240,7 @@ class KubeClient:
         try:
             return _json(self.core.read_namespaced_config_map(name, namespace, _preload_content=False))
         except ApiException as err:
-            if err.status == 404:
+            if err.status in _ABSENT:
                 return None
             raise
 
