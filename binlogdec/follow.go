@@ -115,6 +115,15 @@ func (f *follower) onRaw(data []byte) error {
 		f.open, f.newest = true, max(f.newest, ev.Header.Timestamp)
 		return nil
 	}
+	if outsideTransactions[ev.Header.EventType] && !f.open && ev.Header.LogPos != 0 {
+		// Only ever between transactions: the position after one is a boundary (a rotated binlog
+		// ends in them), as for the Python reader (mysql/binlog/reader.py OUTSIDE_TRANSACTIONS).
+		if err := f.d.onEvent(ev); err != nil {
+			return err
+		}
+		f.advance(position{File: f.file, Pos: ev.Header.LogPos})
+		return f.emitIfDue(false)
+	}
 	if q, ok := ev.Event.(*replication.QueryEvent); ok && isDDL(q) && ev.Header.LogPos != 0 {
 		return f.onDDL(q, position{File: f.file, Pos: ev.Header.LogPos})
 	}
@@ -122,8 +131,27 @@ func (f *follower) onRaw(data []byte) error {
 	if err != nil || !boundary || ev.Header.LogPos == 0 {
 		return err
 	}
-	f.last, f.open = position{File: f.file, Pos: ev.Header.LogPos}, false
+	f.advance(position{File: f.file, Pos: ev.Header.LogPos})
+	f.open = false
 	return f.emitIfDue(false)
+}
+
+// outsideTransactions are the events only ever written between transactions.
+var outsideTransactions = map[replication.EventType]bool{
+	replication.FORMAT_DESCRIPTION_EVENT:        true,
+	replication.STOP_EVENT:                      true,
+	replication.MARIADB_GTID_LIST_EVENT:         true,
+	replication.MARIADB_BINLOG_CHECKPOINT_EVENT: true,
+	replication.PREVIOUS_GTIDS_EVENT:            true,
+}
+
+// advance moves the last boundary forward, never back: the source opens a stream with the format
+// description of the start's file, whose position lies before the start.
+func (f *follower) advance(p position) {
+	if p.File == f.last.File && p.Pos <= f.last.Pos {
+		return
+	}
+	f.last = p
 }
 
 // emitIfDue answers the batch up to the last boundary when it is big or old enough (idle: the

@@ -144,3 +144,22 @@ def test_rows_of_another_definition_of_the_same_width_are_refused(
     assert len(items) == 1 and isinstance(items[0], NativeStopped), items
     assert items[0].end == start and "other columns" in items[0].why
     assert decode_range(binary, cfg, 4304, {schema.table: schema}, start, before_ddl) is None  # catch-up too
+
+
+def test_a_rotated_binlog_is_followed_to_its_head(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    """The events a new binlog file starts with come only between transactions: the position
+    after them is a boundary, so an idle stream reaches the source's position (what
+    ``--exit-when-caught-up`` waits for) instead of stopping at the last commit."""
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`t`"
+    mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(10))")
+    schema = _schema(cfg, TableId(fresh_db, "t"))
+    start = binlog_offset(mariadb)
+    mariadb.execute(f"INSERT INTO {table} VALUES (1, 'a')")
+    mariadb.execute("FLUSH BINARY LOGS")
+    head = binlog_offset(mariadb)
+    assert head.file != start.file
+    items = _follow(binary, cfg, schema, start, head)
+    assert isinstance(items[-1], NativeBatch) and items[-1].end == head, items
