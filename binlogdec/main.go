@@ -28,6 +28,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -140,10 +141,17 @@ func profileCPU() func() {
 func main() {
 	defer profileCPU()()
 	var req request
-	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+	dec := json.NewDecoder(os.Stdin)
+	if err := dec.Decode(&req); err != nil {
 		fail(fmt.Errorf("reading the request: %w", err))
 	}
 	if req.Follow != nil {
+		// The caller keeps stdin open while it follows: its end (the caller closed it, or died)
+		// ends the decoder, so no replica connection outlives the pipeline's process.
+		go func() {
+			_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), os.Stdin))
+			os.Exit(0)
+		}()
 		if err := follow(req, os.Stdout); err != nil {
 			fail(err)
 		}

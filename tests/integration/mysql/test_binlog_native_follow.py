@@ -9,6 +9,9 @@ the decoder was not given the definition of stop it at the last boundary before 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import pytest
 
 from harness.mariadb import binlog_offset
 from harness.type_table import create_without_geometry, write_changes_without_geometry
+from harness.waiting import wait_until
 from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.merge import BackfillChanges
@@ -163,3 +167,48 @@ def test_a_rotated_binlog_is_followed_to_its_head(
     assert head.file != start.file
     items = _follow(binary, cfg, schema, start, head)
     assert isinstance(items[-1], NativeBatch) and items[-1].end == head, items
+
+
+_FOLLOW_THEN_WAIT = """
+import json, sys, time
+from pathlib import Path
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.mysql.binlog.follow import FollowSettings, NativeFollower
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.schema import TableSchema
+args = json.loads(sys.argv[1])
+cfg = SourceConfig(args["host"], args["port"], args["user"], args["password"], tls_mode="disabled")
+follower = NativeFollower(Path(args["binary"]), cfg, 4305, {}, BinlogOffset(*args["start"]), "mariadb",
+                          FollowSettings(100, 200, 5))
+follower.start()
+print(follower._proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_decoder_ends_with_the_process_that_follows(
+    mariadb: MariaDBServer, source_config: SourceConfig, binary: Path
+) -> None:
+    """A pipeline process killed outright (SIGKILL) leaves no replica connection behind: the
+    decoder ends when its stdin does."""
+    start = binlog_offset(mariadb)
+    cfg = source_config
+    args = {"host": cfg.host, "port": cfg.port, "user": cfg.user, "password": cfg.password}
+    args |= {"binary": str(binary), "start": [start.file, start.pos]}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _FOLLOW_THEN_WAIT, json.dumps(args)], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    assert _running(child)
+    parent.kill()
+    parent.wait()
+    wait_until(lambda: not _running(child), timeout=10, message="the decoder outlived its caller")
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has ended (its new parent may never reap it)

@@ -19,6 +19,7 @@ python-mysql-replication.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -115,7 +116,8 @@ class NativeFollower:
         )
         assert self._proc.stdin is not None
         self._proc.stdin.write(self._request)  # the password travels here, never in argv
-        self._proc.stdin.close()
+        # Kept open: its end (close(), or this process dying) ends the decoder (follow.go).
+        self._proc.stdin.flush()
         self._thread.start()
 
     def get(self, timeout: float) -> NativeBatch | NativeDdl | NativeStopped | None:
@@ -132,10 +134,12 @@ class NativeFollower:
     def close(self) -> None:
         self._closing.set()
         proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # the decoder exits when its stdin ends
         if proc is not None and proc.poll() is None:
-            proc.terminate()
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
