@@ -7,6 +7,7 @@ Importable as ``harness`` from every test (pyproject's ``pythonpath``). What is 
 * ``runner``: ``sparkcdc run`` (and any ``sparkcdc`` command) as a subprocess; killing a run
   like a pod kill; manifests and checkpoints.
 * ``waiting``: ``wait_until``, the one way to wait for a condition (never assert durations).
+* ``decoder``: the Go binlog decoder as the engine finds it, a table's schema from the source.
 * ``writer``: ``RandomWriter``, random transactions on source tables in a thread, until stopped.
 * ``source_tables``: ``(id, name, price)`` tables and their writer, for the Kubernetes tests.
 * ``type_table``: the table of every MySQL type family, its edge-case and random rows.

@@ -15,8 +15,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
+from harness.decoder import source_schema
 from harness.mariadb import binlog_offset
 from harness.type_table import create_without_geometry, write_changes_without_geometry
 from harness.waiting import wait_until
@@ -26,30 +25,13 @@ from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
-from sparkcdc.mysql.binlog.native import decode_range, decoder_path
-from sparkcdc.mysql.connection import SourceConfig, connect
-from sparkcdc.mysql.schema import TableSchema, load_table_schema
-from sparkcdc.options import EngineOptions
+from sparkcdc.mysql.binlog.native import decode_range
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.spark.catchup_tasks import RangeContext, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
 
 SMALL = FollowSettings(batch_events=50, batch_millis=200, heartbeat_seconds=5)
-
-
-@pytest.fixture
-def binary() -> Path:
-    options = EngineOptions.from_environment()
-    found = decoder_path(options.binlog_decoder, options.cache_dir)
-    assert found is not None, "build the Go decoder first: bash binlogdec/build.sh"
-    return found
-
-
-def _schema(cfg: SourceConfig, table: TableId) -> TableSchema:
-    conn = connect(cfg)
-    try:
-        return load_table_schema(conn, table)
-    finally:
-        conn.close()
 
 
 def _follow(
@@ -81,7 +63,7 @@ def test_followed_batches_reduce_the_type_table_like_python(
     start = binlog_offset(mariadb)
     write_changes_without_geometry(mariadb, table)
     stop = binlog_offset(mariadb)
-    schema = _schema(cfg, TableId(fresh_db, "types"))
+    schema = source_schema(cfg, TableId(fresh_db, "types"))
 
     items = _follow(binary, cfg, schema, start, stop)
     batches = [i for i in items if isinstance(i, NativeBatch)]
@@ -110,7 +92,7 @@ def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`t`"
     mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(10))")
-    schema = _schema(cfg, TableId(fresh_db, "t"))  # two columns, as the follower is given it
+    schema = source_schema(cfg, TableId(fresh_db, "t"))  # two columns, as the follower is given it
     start = binlog_offset(mariadb)
     mariadb.execute(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')")
     before_ddl = binlog_offset(mariadb)
@@ -143,7 +125,7 @@ def test_rows_of_another_definition_of_the_same_width_are_refused(
     before_ddl = binlog_offset(mariadb)
     mariadb.execute(f"ALTER TABLE {table} DROP COLUMN n, ADD COLUMN c INT")
     stop = binlog_offset(mariadb)
-    schema = _schema(cfg, TableId(fresh_db, "t"))  # (id, v, c): the definition now
+    schema = source_schema(cfg, TableId(fresh_db, "t"))  # (id, v, c): the definition now
     items = _follow(binary, cfg, schema, start, stop)
     assert len(items) == 1 and isinstance(items[0], NativeStopped), items
     assert items[0].end == start and "other columns" in items[0].why
@@ -159,7 +141,7 @@ def test_a_rotated_binlog_is_followed_to_its_head(
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`t`"
     mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(10))")
-    schema = _schema(cfg, TableId(fresh_db, "t"))
+    schema = source_schema(cfg, TableId(fresh_db, "t"))
     start = binlog_offset(mariadb)
     mariadb.execute(f"INSERT INTO {table} VALUES (1, 'a')")
     mariadb.execute("FLUSH BINARY LOGS")

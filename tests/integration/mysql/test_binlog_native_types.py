@@ -15,44 +15,24 @@ from pathlib import Path
 
 import pytest
 
+from harness.decoder import built_decoder, source_schema
 from harness.mariadb import binlog_offset
 from harness.type_table import create_without_geometry, write_changes_without_geometry
 from sparkcdc.core.catchup import CatchupRange
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.native import decode_range, decoder_path, native_eligible
-from sparkcdc.mysql.connection import SourceConfig, connect
-from sparkcdc.mysql.schema import TableSchema, load_table_schema
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.zero_dates import keep_zero_dates
-from sparkcdc.options import EngineOptions
 from sparkcdc.spark.catchup_tasks import RangeContext, RangeResult, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
-
-
-def _built_decoder() -> Path | None:
-    options = EngineOptions.from_environment()
-    return decoder_path(options.binlog_decoder, options.cache_dir)
-
-
-@pytest.fixture
-def binary() -> Path:
-    found = _built_decoder()
-    assert found is not None, "build the Go decoder first: bash binlogdec/build.sh"
-    return found
-
-
-def _schema(cfg: SourceConfig, table: TableId) -> TableSchema:
-    conn = connect(cfg)
-    try:
-        return load_table_schema(conn, table)
-    finally:
-        conn.close()
 
 
 def _read(cfg: SourceConfig, schema: TableSchema, window: CatchupRange, native: bool) -> RangeResult:
     event_filter = BinlogSplitFilter({}, {}, streaming=[schema.table])
     context = RangeContext(
-        cfg, {schema.table: schema}, event_filter, "mariadb", _built_decoder() if native else None
+        cfg, {schema.table: schema}, event_filter, "mariadb", built_decoder() if native else None
     )
     return read_range(context, window, 4201 if native else 4202)
 
@@ -68,7 +48,7 @@ def test_go_decoder_reduces_the_type_table_like_python(
     start = binlog_offset(mariadb)
     write_changes_without_geometry(mariadb, table)
     stop = binlog_offset(mariadb)
-    schema = _schema(cfg, TableId(fresh_db, "types"))
+    schema = source_schema(cfg, TableId(fresh_db, "types"))
     if zero_dates:
         schema = keep_zero_dates(schema)
         assert any(c.zero_dates for c in schema.columns)
@@ -102,7 +82,7 @@ def test_go_decoder_leaves_what_it_cannot_reproduce_to_python(
     mariadb.execute(f"ALTER TABLE {table} ADD COLUMN w INT")
     mariadb.execute(f"INSERT INTO {table} VALUES (3, 'c', 3)")
     stop = binlog_offset(mariadb)
-    schema = _schema(cfg, TableId(fresh_db, "t"))  # three columns now; the first rows have two
+    schema = source_schema(cfg, TableId(fresh_db, "t"))  # three columns now; the first rows have two
     tables = {schema.table: schema}
     assert decode_range(binary, cfg, 4204, tables, start, before_ddl) is None
     assert decode_range(binary, cfg, 4204, tables, before_ddl, stop) is None  # the DDL inside
