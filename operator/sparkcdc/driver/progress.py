@@ -10,10 +10,12 @@ file (no 80-column wrap) and carry no source location.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -41,10 +43,13 @@ LOG_WIDTH = 200  # columns of a log that is not a terminal
 
 
 def stderr_console() -> Console:
-    """The console of ``sparkcdc run`` and ``verify``: stderr, no source location on log lines,
-    and without a terminal lines as wide as a log file takes (rich would wrap them at 80)."""
-    terminal = sys.stderr.isatty()
-    return Console(stderr=True, log_path=False, width=None if terminal else LOG_WIDTH)
+    """The console of ``sparkcdc run`` and ``verify``: stderr, no source location on log lines.
+    Without a terminal tables are as wide as ``$COLUMNS`` says, else ``LOG_WIDTH`` (rich would
+    take 80), and ``LiveDisplay.log`` prints each message on one line, never wrapped."""
+    if sys.stderr.isatty():
+        return Console(stderr=True, log_path=False)
+    width = shutil.get_terminal_size(fallback=(LOG_WIDTH, 24)).columns  # $COLUMNS first
+    return Console(stderr=True, log_path=False, soft_wrap=True, width=width)
 
 
 class LiveDisplay:
@@ -63,7 +68,11 @@ class LiveDisplay:
 
     def log(self, pipeline: str, text: str) -> None:
         # Escaped: "[name]" would otherwise be swallowed as rich markup.
-        self.console.log(escape(f"[{pipeline}] {text}"))
+        if self.console.is_terminal:
+            self.console.log(escape(f"[{pipeline}] {text}"))
+        else:  # one line per message, never wrapped: a log file is searched, not read on a screen
+            stamp = datetime.now().strftime("%H:%M:%S")
+            self.console.print(escape(f"[{stamp}] [{pipeline}] {text}"), soft_wrap=True)
 
     def __enter__(self) -> Self:
         self.progress.start()
