@@ -1,6 +1,7 @@
-"""A catch-up range decoded by ``sparkcdc-binlogdec`` (Go, go-mysql's parser; binlogdec/).
+"""A catch-up range decoded by ``sparkcdc-binlogdec`` (Go, go-mysql's parser; binlogdec/), and the
+request and row conversion its follow mode shares (follow.py: the live path).
 
-python-mysql-replication decodes ~5–15k row events per second per core, and that is the ceiling
+python-mysql-replication decodes row events one by one in Python, and that is the ceiling
 of parallel catch-up on a small machine. The Go decoder reads a range as its own replica, reduces
 it to the last image per key itself (the same rule as ``core.merge.collapse_events``, keyed by the
 binlog's raw key values, which are equal exactly when the canonical values are) and hands back
