@@ -55,9 +55,8 @@ _SOURCE_CHANGED_MESSAGE = "the source changed:"
 # A driver whose resume position is gone from the source (mysql/errors.py BinlogLostError): no
 # restart can help; the user resnapshots (spec.startup.onBinlogLost) or starts anew.
 BINLOG_LOST = "BinlogLost"
-_BINLOG_LOST_MESSAGE = "binlog lost:"
 # Failures that wait for the user instead of being retried, by the termination message's start.
-_REFUSALS = {_SOURCE_CHANGED_MESSAGE: SOURCE_CHANGED, _BINLOG_LOST_MESSAGE: BINLOG_LOST}
+_REFUSALS = {_SOURCE_CHANGED_MESSAGE: SOURCE_CHANGED, "binlog lost:": BINLOG_LOST}
 MAX_RESTARTS = "MaxRestartsExceeded"
 FALSE = ("False", "", "")
 
