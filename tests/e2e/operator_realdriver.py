@@ -63,6 +63,7 @@ def real_pipeline(
         "source": {
             "host": mariadb.host, "port": mariadb.port, "user": mariadb.cdc_user,
             "passwordSecretRef": ref, "tables": [f"{db}.{t}" for t in tables],
+            "tls": {"mode": "disabled"},  # the test server offers no TLS
         },
         "startup": {"mode": "initial"},
         "snapshot": {"chunkSize": 50, "parallelism": 1, "splitsPerTask": 1},

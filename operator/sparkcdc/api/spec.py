@@ -12,6 +12,7 @@ from sparkcdc.api.base import ApiModel, SpecError, Str253, Str4096, cel, cel_or_
 from sparkcdc.api.routing import RouteSpec, TransformSpec, build_routing
 from sparkcdc.api.sinks import ColumnList, DeltaSink, Sink
 from sparkcdc.api.source import SourceSpec, StartupSpec, TableName
+from sparkcdc.api.spark_conf import check_spark_conf, conf_rules
 from sparkcdc.api.verify import VerifySpec
 from sparkcdc.core.routing import Routing, excluded, find_collisions
 from sparkcdc.core.tables import TableId, is_table_pattern
@@ -175,8 +176,19 @@ class SparkSpec(ApiModel):
     driver: DriverResources = Field(default_factory=DriverResources, description="Driver resources.")
     executor: ExecutorResources = Field(default_factory=ExecutorResources, description="Executor resources.")
     conf: dict[str, Str4096] = Field(
-        default_factory=dict, max_length=256, description="Extra Spark configuration (spark.* keys)."
+        default_factory=dict,
+        max_length=256,
+        description="Extra Spark configuration (spark.* keys). Keys that decide where and how the pods "
+        "run or what code they load (spark.kubernetes.*, spark.master, spark.jars*, ...) and keys "
+        "that look like credentials are refused (docs/install.md, Security model).",
+        json_schema_extra={"x-kubernetes-validations": conf_rules()},
     )
+
+    @field_validator("conf")
+    @classmethod
+    def _check_conf(cls, value: dict[str, str]) -> dict[str, str]:
+        check_spark_conf(value)
+        return value
 
     @field_validator("master")
     @classmethod

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sparkcdc.core.reconcile_events import failure_event
 from sparkcdc.core.reconcile_status import assemble, driver_pod_name, pending_cause, running_phase
 from sparkcdc.core.reconcile_types import (
     Action,
@@ -284,7 +285,7 @@ def _failed(ctx: _Context, pod: DriverPod, failure: _Failure) -> _Plan:
         # A driver that ran for the stable period before failing starts a new series.
         restarts = (0 if failure.ran_for >= policy.stable_seconds else restarts) + 1
         verdict.driver.update(restarts=restarts, lastFailure=f"{pod.name}: {failure.summary}")
-        plan.events.append(Event("Warning", failure.reason, f"driver {pod.name}: {failure.summary}"))
+        plan.events.append(Event("Warning", failure.reason, failure_event(pod, failure)))
     if failure.reason in _REFUSALS.values():
         # A refusal, not a crash: a restart would refuse again. It waits for the user (a new
         # spec.source, onSourceChange or onBinlogLost: resnapshot, or a restartNonce once the

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from sparkcdc.api.resource import CdcPipeline
 from sparkcdc.api.verify import VerifySpec
+from sparkcdc.controller.verify_events import verification_event
 from sparkcdc.controller.verify_status import (
     WAITING_FOR_SNAPSHOT,
     ConditionState,
@@ -255,6 +256,6 @@ class DriverVerifier:
     def _event(self, obj: Obj, state: ConditionState) -> None:
         type_, reason = EVENT_REASONS.get(state[1], ("Warning", "VerificationFailed"))
         try:
-            self._kube.post_event(obj, type_, reason, state[2], now=self._clock())
+            self._kube.post_event(obj, type_, reason, verification_event(state), now=self._clock())
         except Exception as err:  # best effort: the status says the same
             log.warning("could not post event %s: %s", reason, err)
