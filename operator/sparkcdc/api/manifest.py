@@ -287,8 +287,9 @@ class _Loader:
                 f"{API_VERSION}/{KIND} and v1/Secret documents"
             )
 
-    def check_pipelines(self) -> None:
-        """Names unique per namespace; every secret reference resolves (Secrets may come later)."""
+    def check_pipelines(self, *, check_secrets: bool) -> None:
+        """Names unique per namespace; every secret reference resolves (Secrets may come later),
+        unless ``check_secrets`` is false."""
         seen: dict[tuple[str | None, str], str] = {}
         for file_no, doc_no, label, loaded in self.pipelines:
             meta = loaded.pipeline.metadata
@@ -299,6 +300,8 @@ class _Loader:
                     doc_no,
                     f"{label}: metadata.name: another CdcPipeline is named {meta.name!r} ({other})",
                 )
+            if not check_secrets:
+                continue
             for field_path, ref in loaded.pipeline.secret_refs():
                 try:
                     resolve_secret(self.secrets, ref, field_path, namespace=meta.namespace)
@@ -306,12 +309,18 @@ class _Loader:
                     self.errors.add(file_no, doc_no, f"{label}: {err.message}")
 
 
-def load_manifests(paths: Sequence[str]) -> Manifest:
-    """Load and validate manifest files; raises ManifestError listing every problem in all of them."""
+def load_manifests(paths: Sequence[str], *, check_secrets: bool = True) -> Manifest:
+    """Load and validate manifest files; raises ManifestError listing every problem in all of them.
+
+    ``check_secrets=False`` leaves secret references unresolved: a GitOps repository keeps its
+    Secrets sealed, external or elsewhere, and ``sparkcdc validate --secrets=skip`` still checks
+    everything else. Secret documents that are present are validated either way. Commands that
+    use the values (run, verify) always check.
+    """
     loader = _Loader()
     for file_no, path in enumerate(paths):
         loader.load_file(file_no, path)
-    loader.check_pipelines()
+    loader.check_pipelines(check_secrets=check_secrets)
     if not loader.pipelines and not loader.errors.messages():
         loader.errors.add(len(paths), 0, f"{', '.join(paths)}: no {KIND} document found")
     messages = loader.errors.messages()
