@@ -5,7 +5,8 @@
 //
 // Request (JSON on stdin, so the password never appears in a process list):
 //
-//	{"host", "port", "user", "password", "serverId", "flavor": "mariadb"|"mysql",
+//	{"host", "port", "user", "password", "tls": {"mode", "ca": PEM} (tls.go), "serverId",
+//	 "flavor": "mariadb"|"mysql",
 //	 "start": {"file", "pos"}, "stop": {"file", "pos"},
 //	 "tables": [{"db", "table", "columns": N, "key": [column positions], "text": [column positions]}]}
 //
@@ -57,6 +58,7 @@ type request struct {
 	Port     uint16      `json:"port"`
 	User     string      `json:"user"`
 	Password string      `json:"password"`
+	TLS      tlsSpec     `json:"tls"`
 	ServerID uint32      `json:"serverId"`
 	Flavor   string      `json:"flavor"`
 	Start    position    `json:"start"`

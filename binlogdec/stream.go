@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,9 +76,25 @@ func isBoundary(ev *replication.BinlogEvent) (bool, error) {
 }
 
 func startSync(req request) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
-	cfg := syncerConfig(req)
+	cfg, err := syncerConfig(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	syncer, streamer, err := syncFrom(cfg, req.Start)
+	if err != nil && req.TLS.Mode == "preferred" && noServerTLS(err) {
+		cfg.TLSConfig = nil
+		syncer, streamer, err = syncFrom(cfg, req.Start)
+	}
+	if err != nil {
+		addr := net.JoinHostPort(req.Host, strconv.Itoa(int(req.Port)))
+		return nil, nil, tlsFailure(err, req.TLS.Mode, addr)
+	}
+	return syncer, streamer, nil
+}
+
+func syncFrom(cfg replication.BinlogSyncerConfig, start position) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
 	syncer := replication.NewBinlogSyncer(cfg)
-	streamer, err := syncer.StartSync(mysql.Position{Name: req.Start.File, Pos: req.Start.Pos})
+	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
 	if err != nil {
 		syncer.Close()
 		return nil, nil, err
@@ -84,8 +102,13 @@ func startSync(req request) (*replication.BinlogSyncer, *replication.BinlogStrea
 	return syncer, streamer, nil
 }
 
-func syncerConfig(req request) replication.BinlogSyncerConfig {
+func syncerConfig(req request) (replication.BinlogSyncerConfig, error) {
+	tlsCfg, err := tlsConfig(req.TLS, req.Host)
+	if err != nil {
+		return replication.BinlogSyncerConfig{}, err
+	}
 	cfg := replication.BinlogSyncerConfig{
+		TLSConfig:               tlsCfg,
 		ServerID:                req.ServerID,
 		Flavor:                  req.Flavor,
 		Host:                    req.Host,
@@ -111,7 +134,7 @@ func syncerConfig(req request) replication.BinlogSyncerConfig {
 		cfg.HeartbeatPeriod = period
 		cfg.ReadTimeout = 3 * period
 	}
-	return cfg
+	return cfg, nil
 }
 
 func checkServerID(c *client.Conn, want uint32) error {

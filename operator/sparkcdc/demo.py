@@ -1,6 +1,7 @@
 """``make demo``: a local MariaDB with a sample shop, replicated by sparkcdc, with live changes.
 
-Starts a throwaway MariaDB under ``.demo/``, fills ``shop`` with a few hundred thousand rows,
+Starts a throwaway MariaDB under ``.demo/`` that accepts only TLS (a CA and certificate of its own,
+verified by the pipeline: spec.source.tls and spec.sink.tls), fills ``shop`` with a few hundred thousand rows,
 snapshots it into ``shop_replica`` with progress shown, then streams while a writer changes
 orders, customers and items, and finally compares source and replica table by table.
 """
@@ -8,6 +9,7 @@ orders, customers and items, and finally compares source and replica table by ta
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import threading
@@ -26,7 +28,8 @@ from sparkcdc.engine.enumerator import SplitEnumerator
 from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
-from sparkcdc.testing.mariadb import MariaDBServer, ensure_mariadb_installed
+from sparkcdc.testing.mariadb import MariaDBServer, ensure_mariadb_installed, tls_options
+from sparkcdc.testing.pki import make_server_pki
 
 TABLES = ("customers", "products", "orders", "order_items")
 
@@ -35,6 +38,11 @@ apiVersion: v1
 kind: Secret
 metadata: {{name: demo-cdc}}
 stringData: {{password: "{password}"}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: demo-ca}}
+stringData: {{ca.crt: {ca}}}
 ---
 apiVersion: sparkcdc.io/v1alpha1
 kind: CdcPipeline
@@ -46,6 +54,7 @@ spec:
     user: cdc
     passwordSecretRef: {{name: demo-cdc, key: password}}
     tables: ["shop\\\\..*"]
+    tls: {{mode: verify-identity, caSecretRef: {{name: demo-ca, key: ca.crt}}}}
   startup: {{mode: initial}}
   snapshot: {{chunkSize: 8096, parallelism: 2}}
   binlog: {{batchIntervalMs: 200}}
@@ -54,15 +63,21 @@ spec:
     url: mysql://127.0.0.1:{port}/shop_replica
     user: cdc
     passwordSecretRef: {{name: demo-cdc, key: password}}
+    tls: {{mode: verify-identity, caSecretRef: {{name: demo-ca, key: ca.crt}}}}
 """
 
 
 def start_source(base: Path, console: Console, orders: int) -> tuple[MariaDBServer, str]:
     ensure_mariadb_installed()
     shutil.rmtree(base, ignore_errors=True)
-    server = MariaDBServer(base / "mariadb").start()
+    # TLS only, with a CA of its own: the pipeline verifies the server as it would in production,
+    # and every reader (ConnectorX, the Go decoder) runs over TLS.
+    pki = make_server_pki(base / "pki")
+    server = MariaDBServer(base / "mariadb", extra_options=tls_options(pki.ca, pki.cert, pki.key)).start()
     password = server.create_cdc_user("cdc")
-    console.log(f"MariaDB started on 127.0.0.1:{server.port} (data in {base / 'mariadb'})")
+    console.log(
+        f"MariaDB (TLS only, CA {pki.ca}) started on 127.0.0.1:{server.port} (data in {base / 'mariadb'})"
+    )
     for statement in SHOP_SCHEMA.split(";"):
         if statement.strip():
             server.execute(statement)
@@ -122,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     server, password = start_source(base, console, args.orders)
     try:
         manifest_path = base / "pipeline.yaml"
-        manifest_path.write_text(PIPELINE.format(port=server.port, password=password))
+        ca = json.dumps((base / "pki" / "ca.crt").read_text())  # a JSON string is a YAML string
+        manifest_path.write_text(PIPELINE.format(port=server.port, password=password, ca=ca))
         console.log(f"pipeline manifest: {manifest_path}")
         options = EngineOptions.from_environment()
         (runtime,) = runtimes_of(load_manifests([str(manifest_path)]), options)

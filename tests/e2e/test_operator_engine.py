@@ -60,6 +60,7 @@ def pipeline(
             "source": {
                 "host": mariadb.host, "port": mariadb.port, "user": mariadb.cdc_user,
                 "passwordSecretRef": ref, "tables": [f"{db}.items"],
+                "tls": {"mode": "disabled"},  # the test server offers no TLS
             },
             "startup": {"mode": "snapshot-only"},
             "snapshot": {

@@ -130,9 +130,11 @@ def pipeline_manifest(
     splits_per_task: int = 1,
     snapshot: dict[str, Any] | None = None,
     binlog: dict[str, Any] | None = None,
-    tls: str | None = None,
+    tls: str | None = "disabled",
 ) -> Path:
-    """Write a Secret and a CdcPipeline to ``path`` (the sink's password is the source's)."""
+    """Write a Secret and a CdcPipeline to ``path`` (the sink's password is the source's). ``tls``:
+    the source's mode; the harness's servers offer no TLS, so the default (verify-identity) would
+    fail them: ``None`` leaves it to the default."""
     snapshot_spec: dict[str, Any] = {
         "chunkSize": chunk_size,
         "parallelism": parallelism,

@@ -107,36 +107,42 @@ def parse_server_id_range(text: str) -> tuple[int, int]:
     return start, end
 
 
-_TLS_MODE = cel_or_default("mode", cel_string("preferred"))
+DEFAULT_TLS_MODE: TlsMode = "verify-identity"
+_TLS_MODE = cel_or_default("mode", cel_string(DEFAULT_TLS_MODE))
+TLS_MODE_DESCRIPTION = (
+    "disabled: plain text; preferred: TLS when the server offers it, else plain text, certificate not "
+    "checked; required: TLS without certificate checks; verify-ca: the server certificate must be signed "
+    "by the CA in caSecretRef; verify-identity: signed by a trusted CA (caSecretRef, else the system's "
+    "trust store) and naming the host."
+)
+CA_DESCRIPTION = (
+    "PEM CA certificate(s) the server's certificate must chain to; required for verify-ca. Unset: "
+    "verify-identity trusts the system's CA bundle."
+)
 
 
 class TlsSpec(ApiModel):
-    """TLS for the connection to the source."""
+    """TLS for the connection to a database: the source's and the JDBC sink's."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
                 cel(
-                    f"!({_TLS_MODE} in ['verify-ca', 'verify-identity']) || has(self.caSecretRef)",
-                    "caSecretRef is required when mode is verify-ca or verify-identity",
+                    f"{_TLS_MODE} != 'verify-ca' || has(self.caSecretRef)",
+                    "caSecretRef is required when mode is verify-ca",
                 )
             ]
         }
     )
 
-    mode: TlsMode = Field(
-        default="preferred",
-        description="disabled: plain text; preferred: TLS when the server offers it; required: TLS "
-        "without certificate checks; verify-ca: the server certificate must be signed by the CA; "
-        "verify-identity: verify-ca and the certificate must name the host.",
-    )
-    ca_secret_ref: SecretKeyRef | None = Field(
-        default=None, description="PEM CA certificate; required for verify-ca and verify-identity."
-    )
+    mode: TlsMode = Field(default=DEFAULT_TLS_MODE, description=TLS_MODE_DESCRIPTION)
+    ca_secret_ref: SecretKeyRef | None = Field(default=None, description=CA_DESCRIPTION)
 
     @model_validator(mode="after")
     def _needs_ca(self) -> TlsSpec:
-        if self.mode in ("verify-ca", "verify-identity") and self.ca_secret_ref is None:
+        # verify-ca against the public trust store would accept any publicly certified server
+        # under any name: only a CA of one's own makes it a check.
+        if self.mode == "verify-ca" and self.ca_secret_ref is None:
             raise SpecError(
                 f"required when mode is {self.mode} (a Secret key holding the PEM CA certificate)",
                 loc=("caSecretRef",),
@@ -191,7 +197,11 @@ class SourceSpec(ApiModel):
         description='Time zone of the server\'s TIMESTAMP values: an IANA name ("Europe/Berlin") or an '
         'offset ("+02:00"). Unset: the server\'s own time zone.',
     )
-    tls: TlsSpec = Field(default_factory=TlsSpec, description="TLS settings.")
+    tls: TlsSpec = Field(
+        default_factory=TlsSpec,
+        description="TLS to the source, used by every reader (queries, snapshot reads, binlog decoders). "
+        "Default: verify-identity against the system's CAs.",
+    )
     connect_timeout_seconds: int = Field(default=10, gt=0, le=3600, description="Connect timeout.")
 
     @field_validator("server_id")

@@ -54,8 +54,11 @@ def build_runtime(
         chunk_reader=options.chunk_reader,
     )
     sink_password: str | None = None
+    sink_ca: str | None = None
     if isinstance(spec.sink, JdbcSink):
         sink_password = resolve(
             spec.sink.password_secret_ref, "spec.sink.passwordSecretRef"
         ).get_secret_value()
-    return PipelineRuntime(pipeline, source, sink_config(spec.sink, sink_password), options)
+        if spec.sink.tls is not None and spec.sink.tls.ca_secret_ref is not None:
+            sink_ca = resolve(spec.sink.tls.ca_secret_ref, "spec.sink.tls.caSecretRef").get_secret_value()
+    return PipelineRuntime(pipeline, source, sink_config(spec.sink, sink_password, sink_ca), options)

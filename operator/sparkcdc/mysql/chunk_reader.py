@@ -7,7 +7,7 @@ import logging
 import ssl
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pyarrow as pa
 import pymysql
@@ -16,6 +16,7 @@ from sparkcdc.core.splits import Key, KeyValue, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.arrow_columns import arrow_to_canonical, rows_to_arrow
 from sparkcdc.mysql.columns import Column, Family
+from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.sql import (
     key_columns_sql,
@@ -28,6 +29,7 @@ from sparkcdc.mysql.sql import (
     table_name,
     value_expression,
 )
+from sparkcdc.mysql.tls import TlsSettings
 from sparkcdc.mysql.types import canonical_value
 
 _connectorx: Any
@@ -66,8 +68,9 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[An
 # ConnectorX (Rust) reads a query result straight into Arrow, several times faster than PyMySQL
 # decodes rows in Python (docs/performance.md). It opens its own connection with the settings of
 # the PyMySQL connection it is handed, so it is used only where that reproduces the same session:
-# a plain TCP connection (TLS connections stay on PyMySQL, which verifies them as configured)
-# with an ASCII password. Columns are selected so that the values are exactly what the text
+# a TCP connection with an ASCII password, plaintext or encrypted; an encrypted one gets the same
+# TLS checks (mode and CA of the settings the connection was made with: tls.py), so TLS costs the
+# snapshot no fallback to PyMySQL. Columns are selected so that the values are exactly what the text
 # protocol would give: integers and dates/times natively (the binary protocol carries them
 # exactly; the server also spends less time than on printing them), BIT/BINARY/GEOMETRY as their
 # bytes, everything else as the server's text (``CAST(... AS CHAR)``); arrow_columns.arrow_to_canonical
@@ -87,8 +90,8 @@ def _connectorx_url(conn: Any, reader: str = "auto") -> str | None:
         return None
     if not isinstance(conn, pymysql.connections.Connection) or getattr(conn, "unix_socket", None):
         return None
-    sock = getattr(conn, "_sock", None)
-    if sock is None or isinstance(sock, ssl.SSLSocket):
+    tls = _connectorx_tls(conn)
+    if tls is None:
         return None
     raw_user, raw_password = conn.user, conn.password
     user = raw_user.decode(conn.encoding) if isinstance(raw_user, bytes) else str(raw_user)
@@ -97,7 +100,42 @@ def _connectorx_url(conn: Any, reader: str = "auto") -> str | None:
         return None
     host = f"[{conn.host}]" if ":" in str(conn.host) else str(conn.host)
     account = f"{quote(user, safe='')}:{quote(password, safe='')}"
-    return f"mysql://{account}@{host}:{int(conn.port)}?prefer_socket=false"
+    query = urlencode({"prefer_socket": "false", **tls})
+    return f"mysql://{account}@{host}:{int(conn.port)}?{query}"
+
+
+def _connectorx_tls(conn: Any) -> dict[str, str] | None:
+    """ConnectorX's TLS parameters for a session like ``conn``'s: none for a plaintext one; the
+    settings ``conn`` was made with (connection.connect) for an encrypted one, so ConnectorX
+    verifies exactly as PyMySQL did; None (PyMySQL reads) for an encrypted connection made
+    elsewhere, whose checks are unknown."""
+    sock = getattr(conn, "_sock", None)
+    if sock is None:
+        return None
+    if not isinstance(sock, ssl.SSLSocket):
+        return {}
+    tls: TlsSettings | None = getattr(conn, "tls", None)
+    if tls is None:
+        return None
+    try:
+        params = tls.connectorx_params()
+    except SourceError as exc:  # no CA file to give it: PyMySQL, which has its context, reads
+        _log_once(
+            logging.WARNING, f"ConnectorX cannot verify like PyMySQL ({exc}); PyMySQL reads every split"
+        )
+        return None
+    _log_once(logging.INFO, f"ConnectorX reads snapshot splits over TLS ({tls.where}.mode {tls.mode})")
+    return params
+
+
+_LOGGED: set[str] = set()
+
+
+def _log_once(level: int, message: str) -> None:
+    """Which path reads, and why, once per process rather than per split."""
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        log.log(level, "%s", message)
 
 
 def chunk_read_method(conn: Any, reader: str = "auto") -> str:

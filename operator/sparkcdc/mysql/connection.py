@@ -13,10 +13,9 @@ from pymysql.constants import CR, ER
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from sparkcdc.mysql.errors import SourceError
+from sparkcdc.mysql.tls import TLS_MODES, TlsSettings, ssl_context
 
 __all__ = ["TLS_MODES", "SourceConfig", "SourceError", "connect", "connection_kwargs", "source_error"]
-
-TLS_MODES = ("disabled", "preferred", "required", "verify-ca", "verify-identity")
 
 # Encoders only, no decoders: result values arrive as ``str`` (text columns and numbers,
 # dates, ... in their text form) or ``bytes`` (binary charset), and types.py converts whole
@@ -47,7 +46,9 @@ class SourceConfig:
 
     ``tls_mode`` is one of ``disabled``, ``preferred`` (TLS when the server offers it, no
     certificate check), ``required`` (TLS, no certificate check), ``verify-ca`` (certificate
-    signed by ``ca_pem``) and ``verify-identity`` (also the host name). ``server_time_zone``
+    signed by ``ca_pem``, else by one the system trusts) and ``verify-identity`` (also the host
+    name); pipelines take it from ``spec.source.tls``, whose default is ``verify-identity``, and
+    the default here serves only configurations built by hand (tests, benchmarks). ``server_time_zone``
     is the zone the server's ``DATETIME`` values are meant in when a consumer needs one;
     sessions always run in UTC so ``TIMESTAMP`` values arrive as UTC.
     """
@@ -66,38 +67,21 @@ class SourceConfig:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def tls(self) -> TlsSettings:
+        """The TLS settings every client of the source derives its own from (tls.py)."""
+        return TlsSettings(self.tls_mode, self.ca_pem, "spec.source.tls")
+
 
 def _ssl_options(cfg: SourceConfig) -> dict[str, Any]:
-    mode = cfg.tls_mode.lower()
-    if mode == "disabled":
+    tls = cfg.tls
+    if tls.mode == "disabled":
         return {"ssl_disabled": True}
-    if mode == "preferred":
+    if tls.mode == "preferred":
         # PyMySQL's default: TLS when the server supports it, plaintext otherwise (its context
         # comes from _TlsPreferringConnection).
         return {}
-    if mode not in TLS_MODES:
-        raise SourceError(
-            f"unknown TLS mode {cfg.tls_mode!r}; set spec.source.tls.mode to one of {', '.join(TLS_MODES)}"
-        )
-    return {"ssl": _verifying_context(mode, cfg.ca_pem)}
-
-
-@functools.lru_cache(maxsize=8)
-def _verifying_context(mode: str, ca_pem: str | None) -> ssl.SSLContext:
-    """One context per mode and CA for the whole process: loading the CA store takes 25-100 ms,
-    and every split reader and binlog reader connection would otherwise load it again."""
-    try:
-        ctx = ssl.create_default_context(cadata=ca_pem) if ca_pem else ssl.create_default_context()
-    except ssl.SSLError as exc:
-        raise SourceError(
-            f"the CA certificate for the source is not valid PEM ({exc}); check spec.source.tls"
-        ) from None
-    if mode == "required":
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    elif mode == "verify-ca":
-        ctx.check_hostname = False
-    return ctx
+    return {"ssl": ssl_context(tls)}
 
 
 @functools.cache
@@ -118,7 +102,11 @@ else:
 
 
 class _TlsPreferringConnection(_Connection):
-    """PyMySQL's connection, sharing one context for its preferred TLS mode (``{}`` options)."""
+    """PyMySQL's connection, sharing one context for its preferred TLS mode (``{}`` options).
+    ``tls`` is the settings it was made with, for clients that open their own connection to the
+    same server with the same checks (chunk_reader's ConnectorX)."""
+
+    tls: TlsSettings | None = None
 
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         if isinstance(sslp, dict) and not sslp:
@@ -161,7 +149,12 @@ def source_error(
     """A ``SourceError`` for a PyMySQL error, naming the problem and the spec field to fix."""
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
     detail = _scrub(str(exc.args[1]) if len(exc.args) > 1 else str(exc), cfg)
-    if code in (CR.CR_CONNECTION_ERROR, CR.CR_CONN_HOST_ERROR, CR.CR_UNKNOWN_HOST, CR.CR_SERVER_LOST) and (
+    if _is_tls_failure(exc, code):
+        # Before the unreachable-server case: PyMySQL reports a failed handshake as one.
+        msg = f"TLS to the source at {cfg.address} failed ({detail}); check spec.source.tls"
+    elif "secure transport" in detail:  # require_secure_transport: MySQL 3159, MariaDB 4036
+        msg = f"the source at {cfg.address} accepts only TLS ({detail}); set spec.source.tls.mode"
+    elif code in (CR.CR_CONNECTION_ERROR, CR.CR_CONN_HOST_ERROR, CR.CR_UNKNOWN_HOST, CR.CR_SERVER_LOST) and (
         "connect" in doing
     ):
         msg = (
@@ -173,6 +166,9 @@ def source_error(
             f"the source refused user {cfg.user!r} at {cfg.address} (access denied); check spec.source.user "
             "and the password in the secret named by spec.source.passwordSecretRef"
         )
+        if cfg.tls.mode == "disabled":
+            # MariaDB refuses a plaintext login to a server with require_secure_transport this way.
+            msg += ", or whether the server accepts only TLS (then set spec.source.tls.mode)"
     elif code == ER.BAD_DB_ERROR:
         msg = f"{detail} on the source at {cfg.address}; check spec.source.tables"
     elif code in _PRIVILEGE_ERRORS:
@@ -181,11 +177,20 @@ def source_error(
             "RELOAD, SHOW DATABASES, REPLICATION SLAVE and REPLICATION CLIENT (BINLOG MONITOR on MariaDB) "
             "to it"
         )
-    elif code == CR.CR_SSL_CONNECTION_ERROR or isinstance(exc, ssl.SSLError):
-        msg = f"TLS to the source at {cfg.address} failed ({detail}); check spec.source.tls"
     else:
         msg = f"source error while {doing} at {cfg.address}: {detail}"
     return SourceError(msg)
+
+
+def _is_tls_failure(exc: BaseException, code: int | None) -> bool:
+    # PyMySQL wraps a failed handshake (a certificate that does not verify, a server without TLS
+    # when it is required) in "Can't connect" and keeps the SSL error as original_exception.
+    original = getattr(exc, "original_exception", None)
+    return (
+        code == CR.CR_SSL_CONNECTION_ERROR
+        or isinstance(exc, ssl.SSLError)
+        or isinstance(original, ssl.SSLError)
+    )
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -216,9 +221,10 @@ def connect(
         reraise=True,
     )
     try:
-        conn: pymysql.connections.Connection[Any] = retrying(_TlsPreferringConnection, **kwargs)
+        conn: _TlsPreferringConnection = retrying(_TlsPreferringConnection, **kwargs)
     except (pymysql.err.MySQLError, ssl.SSLError, OSError) as exc:
         raise source_error(exc, cfg) from None
+    conn.tls = cfg.tls
     if streaming:
         try:
             with conn.cursor(pymysql.cursors.Cursor) as cur:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparkcdc.api.sinks import ChangelogSink, ConsoleSink, DeltaSink, JdbcSink, Sink
+from sparkcdc.mysql.tls import TlsSettings
 from sparkcdc.sinks.base import SinkConfig, SinkError
 from sparkcdc.sinks.changelog import ChangelogSinkConfig
 from sparkcdc.sinks.console import ConsoleSinkConfig
@@ -10,9 +11,11 @@ from sparkcdc.sinks.delta import DeltaSinkConfig
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 
 
-def sink_config(spec: Sink, password: str | None) -> SinkConfig:
+def sink_config(spec: Sink, password: str | None, tls_ca: str | None = None) -> SinkConfig:
+    """``password`` and ``tls_ca`` (PEM): the JDBC sink's secrets, resolved by the caller."""
     if isinstance(spec, JdbcSink):
         url = spec.parsed_url
+        tls = None if spec.tls is None else TlsSettings(spec.tls.mode, tls_ca, "spec.sink.tls")
         return JdbcSinkConfig(
             scheme=url.scheme,
             host=url.host,
@@ -22,7 +25,9 @@ def sink_config(spec: Sink, password: str | None) -> SinkConfig:
             password=password or "",
             batch_rows=spec.batch_rows,
             create_tables=spec.create_tables,
+            bulk_load=spec.bulk_load,
             params=dict(url.params),
+            tls=tls,
         )
     if isinstance(spec, ChangelogSink):
         return ChangelogSinkConfig(spec.path)

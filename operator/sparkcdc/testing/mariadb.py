@@ -382,6 +382,16 @@ class MariaDBServer:
         return f"MariaDBServer({self.host}:{self.port}, {state}, dir={self.base_dir})"
 
 
+def tls_options(ca: Path, cert: Path, key: Path, require: bool = True) -> list[str]:
+    """``extra_options`` for a server that offers TLS with ``cert`` (testing/pki.py's
+    ``make_server_pki``) and, with ``require``, refuses connections without it
+    (``require_secure_transport``: the Unix socket counts as secure, TCP must use TLS)."""
+    options = [f"--ssl-ca={ca}", f"--ssl-cert={cert}", f"--ssl-key={key}"]
+    if require:
+        options.append("--require-secure-transport=ON")
+    return options
+
+
 @contextlib.contextmanager
 def running_server(**kwargs: Any) -> Iterator[MariaDBServer]:
     """A started throwaway server, removed afterwards."""

@@ -1,11 +1,15 @@
-"""Self-made PKI for the test control plane: a CA, the apiserver's serving cert, client certs,
-a service-account key pair (``openssl`` on the machine), and kubeconfig files."""
+"""Self-made PKI for tests (``openssl`` on the machine): for the test control plane a CA, the
+apiserver's serving cert, client certs, a service-account key pair and kubeconfig files; for
+databases that accept only TLS a CA and a serving certificate (``make_server_pki``)."""
 
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -28,16 +32,59 @@ def _signed_cert(pki: Path, name: str, subject: str, ext: str) -> None:
     )  # fmt: skip
 
 
-def make_pki(pki: Path) -> None:
-    """CA, apiserver serving cert (127.0.0.1/localhost), client certs, service-account key pair."""
+_USAGE = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+
+
+def _ca(pki: Path, name: str = "sparkcdc-test-ca") -> None:
     pki.mkdir(parents=True, exist_ok=True)
     _keypair(pki, "ca")
     _openssl(
-        "req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=sparkcdc-test-ca", "-days", "3650",
+        "req", "-x509", "-new", "-key", "ca.key", "-subj", f"/CN={name}", "-days", "3650",
         "-sha256", "-addext", "basicConstraints=critical,CA:TRUE",
         "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature", "-out", "ca.crt", cwd=pki,
     )  # fmt: skip
-    usage = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+
+
+@dataclass(frozen=True)
+class ServerPki:
+    """A CA and a server certificate it signed (PEM files)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+    @property
+    def ca_pem(self) -> str:
+        return self.ca.read_text()
+
+
+def make_server_pki(
+    pki: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost"), ca_name: str = ""
+) -> ServerPki:
+    """A new CA (``ca_name``, default a unique one) and a serving certificate for ``hosts``
+    (IP addresses and DNS names, all in the subjectAltName) in ``pki``."""
+    _ca(pki, ca_name or f"sparkcdc-test-ca-{pki.name}")
+    alt = ",".join(f"IP:{h}" if _is_ip(h) else f"DNS:{h}" for h in hosts)
+    _signed_cert(
+        pki, "server", f"/CN={hosts[0]}", _USAGE + f"extendedKeyUsage=serverAuth\nsubjectAltName={alt}\n"
+    )
+    # PostgreSQL refuses a key file that others may read.
+    (pki / "server.key").chmod(0o600)
+    return ServerPki(pki / "ca.crt", pki / "server.crt", pki / "server.key")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def make_pki(pki: Path) -> None:
+    """CA, apiserver serving cert (127.0.0.1/localhost), client certs, service-account key pair."""
+    _ca(pki)
+    usage = _USAGE
     _signed_cert(
         pki, "apiserver", "/CN=kube-apiserver",
         usage + "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,"

@@ -103,7 +103,8 @@ class PostgresServer:
 
     ``user`` / ``password`` are the superuser's credentials; ``database`` is created at start
     and is what ``url`` and ``execute`` use. ``base_dir=None`` makes a temporary directory that
-    ``cleanup`` (and the context manager) remove.
+    ``cleanup`` (and the context manager) remove. ``tls`` (a certificate and its key, e.g. from
+    testing/pki.py's ``make_server_pki``) switches TLS on (``ssl=on``; clients choose whether to use it).
     """
 
     host = "127.0.0.1"
@@ -115,8 +116,10 @@ class PostgresServer:
         user: str = "sparkcdc",
         password: str | None = None,
         database: str = "sparkcdc",
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self._owns_dir = base_dir is None
+        self.tls = tls
         self.base_dir = (
             Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="sparkcdc-pg-"))
         )
@@ -195,9 +198,24 @@ class PostgresServer:
             "log_min_messages": "warning",
         }
         cmd = [str(bin_dir / "postgres"), "-D", str(self.data_dir)]
+        if self.tls is not None:
+            settings.update(
+                ssl="on",
+                ssl_cert_file=str(self.base_dir / "server.crt"),
+                ssl_key_file=str(self.base_dir / "server.key"),
+            )
         for name, value in settings.items():
             cmd += ["-c", f"{name}={value}"]
         return self._as_server_user(cmd)
+
+    def _install_tls(self) -> None:
+        # The server reads them as its own user and refuses a key others may read.
+        assert self.tls is not None
+        for source, name in zip(self.tls, ("server.crt", "server.key"), strict=True):
+            target = self.base_dir / name
+            shutil.copyfile(source, target)
+            target.chmod(0o600)
+            self._give_to_server_user(target)
 
     def start(self, timeout: float = 60.0) -> PostgresServer:
         """Initialise the data directory (first start only), start the server, wait for it."""
@@ -206,6 +224,8 @@ class PostgresServer:
         bin_dir = ensure_postgres_installed()
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb(bin_dir)
+        if self.tls is not None:
+            self._install_tls()
         attempts = 1 if self._requested_port else 5
         for attempt in range(attempts):
             if not self._requested_port:

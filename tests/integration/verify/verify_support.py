@@ -87,6 +87,7 @@ class Replica:
                     "passwordSecretRef": {"name": "source", "key": "password"},
                     "tables": [f"{self.db}.{t}" for t in tables],
                     "connectTimeoutSeconds": 3,
+                    "tls": {"mode": "disabled"},  # the test server offers no TLS
                 },
                 "startup": {"mode": mode},
                 "snapshot": {"chunkSize": chunk_size, "parallelism": parallelism, "splitsPerTask": 1},

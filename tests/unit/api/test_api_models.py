@@ -75,7 +75,7 @@ def test_defaults() -> None:
     assert spec.state_policy == "Delete"
     assert spec.resnapshot_tables == []
     assert spec.source.port == 3306
-    assert spec.source.tls.mode == "preferred"
+    assert spec.source.tls.mode == "verify-identity"  # against the system's CAs without a caSecretRef
     assert spec.source.connect_timeout_seconds == 10
     assert spec.source.server_id_range() is None
 

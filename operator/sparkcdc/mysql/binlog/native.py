@@ -9,12 +9,13 @@ only the surviving rows; this module converts those with ``types.canonical_value
 every other path uses, so values are the same as the Python decoder's (tests compare both on the
 type table).
 
-Used only where it is exact: a plain TCP source (no TLS: the Go client is not given the
-certificates), every captured column of a family it renders the way ``canonical_value`` expects
-(not GEOMETRY, not MySQL's binary JSON, not MariaDB's UUID/INET), and ranges without the
-snapshot handoff's per-split filter. For anything else in a range — a column count that differs
-from the current definition, a partial row image, a DDL statement — it answers "unsupported" and
-the caller decodes the range in Python. ``EngineOptions.binlog_decoder`` chooses it.
+Used only where it is exact: every captured column of a family it renders the way
+``canonical_value`` expects (not GEOMETRY, not MySQL's binary JSON, not MariaDB's UUID/INET), and
+ranges without the snapshot handoff's per-split filter. It connects with the source's TLS settings
+(mode and CA, the same checks as PyMySQL's: binlogdec/tls.go), so TLS does not take it away. For
+anything else in a range — a column count that differs from the current definition, a partial row
+image, a DDL statement — it answers "unsupported" and the caller decodes the range in Python.
+``EngineOptions.binlog_decoder`` chooses it.
 """
 
 from __future__ import annotations
@@ -100,10 +101,9 @@ def _column_ok(column: Column) -> bool:
 
 
 def native_eligible(cfg: SourceConfig, schemas: Mapping[TableId, TableSchema]) -> bool:
-    """Whether the Go decoder reproduces the Python decoder exactly for these tables."""
-    return cfg.tls_mode.lower() == "disabled" and all(
-        _column_ok(c) for s in schemas.values() for c in s.columns
-    )
+    """Whether the Go decoder reproduces the Python decoder exactly for these tables (``cfg``: any
+    TLS mode is fine, the decoder is given the same settings)."""
+    return all(_column_ok(c) for s in schemas.values() for c in s.columns)
 
 
 def _datetime(value: str) -> dt.datetime | None:
@@ -239,6 +239,7 @@ def native_request(
         "port": cfg.port,
         "user": cfg.user,
         "password": cfg.password,
+        "tls": cfg.tls.decoder_request(),
         "serverId": server_id,
         "flavor": flavor,
         "start": {"file": start.file, "pos": start.pos},

@@ -12,7 +12,9 @@ from sparkcdc.core.splits import Key
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.jdbc.arrow_sql import insert_statements
+from sparkcdc.sinks.jdbc.bulk_load import refuse_local_files
 from sparkcdc.sinks.jdbc.sql import range_predicate
+from sparkcdc.sinks.jdbc.tls import pymysql_tls_options, tls_failure
 from sparkcdc.sinks.targets import scoped
 
 
@@ -114,7 +116,11 @@ class MySqlDialect:
                 autocommit=False,
                 init_command="SET time_zone = '+00:00'",
                 connect_timeout=10,
+                # The capability LOAD DATA LOCAL needs; answered only during bulk_load's own statement.
+                local_infile=bool(getattr(config, "bulk_load", False)),
+                **pymysql_tls_options(config),
             )
+            refuse_local_files(conn)
             with conn.cursor() as cur:
                 self._use_database(cur, config.database)
                 cur.execute("SELECT @@max_allowed_packet, @@SESSION.sql_mode")
@@ -123,10 +129,12 @@ class MySqlDialect:
                 _allow_zero_dates(cur, str(row[1] or "") if row else "")
             conn.commit()
         except pymysql.MySQLError as err:
-            raise SinkError(
-                f"cannot open the sink {config.describe()} as user {config.user!r}: "
-                f"{self.describe_error(err)}; "
+            reason = self.describe_error(err)
+            hint = tls_failure(reason, config) or (
                 "check spec.sink.url, spec.sink.user and the secret named by spec.sink.passwordSecretRef"
+            )
+            raise SinkError(
+                f"cannot open the sink {config.describe()} as user {config.user!r}: {reason}; {hint}"
             ) from None
         self.max_stmt_length = max(64 * 1024, int(packet) - 64 * 1024)
         return conn
