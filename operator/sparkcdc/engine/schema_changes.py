@@ -3,58 +3,60 @@
 A DDL statement is judged where it is read — in the reader thread, before the next event is
 decoded — because rows after it must be decoded with the table's new definition:
 
-* ADD COLUMN / DROP COLUMN: the table's schema is reloaded from the source and handed to the
-  reader; the consumer, at the same place in the stream, commits what came before, alters the
-  JDBC target (sinks/jdbc/evolution.py) and writes later rows with the new columns. The changelog
-  sink needs nothing: new keys simply appear in ``data``.
-* anything else that changes rows' shape or identity (rename, type change, key change, drop,
-  truncate, partition drop): only that table stops. Its state becomes ``FAILED`` with an error
-  naming the table and the statement, its events are dropped from then on, the other tables
-  keep streaming.
+* ADD, DROP and RENAME COLUMN, and MODIFY/CHANGE that widen: the table's schema is reloaded
+  from the source and handed to the reader; the consumer, at the same place in the stream,
+  commits what came before, changes the target (schema_apply.py: JDBC sinks/jdbc/evolution.py,
+  Delta sinks/delta/tables.py and follow.py, a ``schema`` record in the changelog) and writes
+  later rows with the new columns. What is followed, and when a redefinition stops the table
+  instead, is column_changes.py's to judge.
+* TRUNCATE (no row events): the consumer commits what came before and empties the target in
+  the same order (``EvolvingSink.truncate_table``); the schema stays.
+* anything else that changes rows' shape or identity (narrowing or other type change, key
+  change, table rename, drop, partition drop): only that table stops. Its state becomes
+  ``FAILED`` with an error naming the table and the statement, its events are dropped from then
+  on, the other tables keep streaming.
 * statements that do not touch captured tables, or touch them harmlessly (indexes, options,
   defaults), are ignored.
+
+Where the definition was loaded matters (column_changes.py): the tracker keeps, per table, a
+binlog position the definition is known to have been loaded at or before (``loaded_at``: for the
+schemas the stream starts with, the source's position when the binlog phase starts; after a
+statement followed from a definition known to precede it, the statement's own offset, since the
+definition kept is the one as of it); a statement past it is known to come after the definition.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.engine.column_changes import Evolution, evolve
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import StreamingChangeReader
 from sparkcdc.mysql.connection import SourceConfig, connect
-from sparkcdc.mysql.ddl import DdlKind, TableDdl, column_defaults, parse_ddl
+from sparkcdc.mysql.ddl import DdlKind, TableDdl, parse_ddl
 from sparkcdc.mysql.errors import SourceError
-from sparkcdc.mysql.flavor import detect_flavor
-from sparkcdc.mysql.schema import TableSchema, load_table_schema
-from sparkcdc.mysql.zero_dates import keep_zero_dates
-from sparkcdc.sinks.base import AddedColumn
+from sparkcdc.mysql.queries import current_offset
+from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import EvolvingSink
 
 __all__ = [
     "Evolution",
+    "EvolvingSink",
     "SchemaChange",
     "SchemaTracker",
     "affected",
     "fail_vanished_tables",
     "failure_message",
+    "loaded_positions",
 ]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Evolution:
-    """A table whose columns changed: its new schema, what to add to and drop from the target."""
-
-    table: TableId
-    schema: TableSchema
-    added: tuple[AddedColumn, ...] = ()
-    dropped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,7 @@ class SchemaChange:
     statement: str
     evolutions: tuple[Evolution, ...] = ()
     failures: Mapping[TableId, str] = field(default_factory=dict)
-
-
-@runtime_checkable
-class EvolvingSink(Protocol):
-    """A sink whose tables follow added and dropped columns (the JDBC sink)."""
-
-    def evolve_table(
-        self, schema: TableSchema, added: tuple[AddedColumn, ...], dropped: tuple[str, ...]
-    ) -> list[str]: ...
+    truncated: tuple[TableId, ...] = ()
 
 
 def failure_message(table: TableId, statement: str, offset: BinlogOffset, reason: str) -> str:
@@ -133,10 +127,14 @@ class SchemaTracker:
         source: SourceConfig,
         schemas: Mapping[TableId, TableSchema],
         chunk_key_overrides: Mapping[str, list[str]] | None = None,
+        loaded_at: MutableMapping[TableId, BinlogOffset] | None = None,
     ) -> None:
+        """``loaded_at``: per table, a position its definition was loaded at or before; kept up
+        to date here (the caller's mapping, so it outlives this tracker)."""
         self._source = source
         self._schemas = dict(schemas)
         self._overrides = dict(chunk_key_overrides or {})
+        self._loaded_at: MutableMapping[TableId, BinlogOffset] = {} if loaded_at is None else loaded_at
 
     def judge(self, ddl: DdlStatement, reader: StreamingChangeReader) -> SchemaChange | None:
         entries = affected(ddl, self._schemas)
@@ -144,16 +142,19 @@ class SchemaTracker:
             return None
         evolutions: list[Evolution] = []
         failures: dict[TableId, str] = {}
+        truncated = tuple(e.table for e in entries if e.kind is DdlKind.TRUNCATE)
         conn: Any = None
         try:
             for entry in entries:
                 if entry.kind is DdlKind.FAIL:
                     failures[entry.table] = failure_message(entry.table, ddl.query, ddl.offset, entry.reason)
                     continue
+                if entry.kind is not DdlKind.EVOLVE:
+                    continue
                 if conn is None:
                     conn = connect(self._source)
                 try:
-                    evolutions.append(self._evolve(conn, entry))
+                    evolutions.append(self._evolve(conn, entry, ddl.offset))
                 except SourceError as err:
                     failures[entry.table] = failure_message(entry.table, ddl.query, ddl.offset, str(err))
         finally:
@@ -165,35 +166,30 @@ class SchemaTracker:
         for table in failures:
             self._schemas.pop(table, None)
             reader.set_schema(table, None)
-        return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures)
+        truncated = tuple(t for t in truncated if t not in failures)
+        return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures, truncated)
 
-    def _evolve(self, conn: Any, entry: TableDdl) -> Evolution:
+    def _evolve(self, conn: Any, entry: TableDdl, at: BinlogOffset) -> Evolution:
+        loaded = self._loaded_at.get(entry.table)
+        known = loaded is not None and at > loaded
         old = self._schemas[entry.table]
-        override = self._overrides.get(str(entry.table))
-        # A row key that is not a source key (sinkKeyColumns, or all columns) stays what it was.
-        sink_key = None if old.row_key_unique else old.row_key
-        new = replace(load_table_schema(conn, entry.table, override, sink_key), target=old.target)
-        if any(c.zero_dates for c in old.columns):
-            new = keep_zero_dates(new)  # the sink stores zero dates (zero_dates.py)
-        if new.row_key != old.row_key or new.chunk_key != old.chunk_key:
-            raise SourceError(f"its key changed from {list(old.row_key)} to {list(new.row_key)}")
-        for name in entry.dropped:
-            if name in old.row_key:
-                raise SourceError(f"key column {name!r} was dropped")
-        defaults = column_defaults(conn, entry.table, detect_flavor(conn).is_mariadb)
-        names = [c.name for c in new.columns]
-        lower = {n.lower(): n for n in names}
-        added: list[AddedColumn] = []
-        for wanted in entry.added:
-            found = lower.get(wanted.lower())
-            if found is None:
-                continue  # dropped again since: nothing to add
-            name = found
-            index = names.index(name)
-            column = new.columns[index]
-            after = names[index - 1] if index > 0 else None
-            added.append(AddedColumn(column, defaults.get(name), after))
-        log.info(
-            "%s: columns added %s, dropped %s", entry.table, [a.column.name for a in added], entry.dropped
-        )
-        return Evolution(entry.table, new, tuple(added), tuple(entry.dropped))
+        evolution = evolve(conn, entry, old, self._overrides.get(str(entry.table)), loaded_before=known)
+        if known:
+            # The definition kept is the one as of the statement (column_changes.py), built on one
+            # known to precede it: any later statement of the table comes after it.
+            self._loaded_at[entry.table] = at
+        log.info("%s: %s", entry.table, evolution.column_summary())
+        return evolution
+
+
+def loaded_positions(source: SourceConfig, tables: Iterable[TableId]) -> dict[TableId, BinlogOffset]:
+    """``SchemaTracker``'s ``loaded_at`` for definitions loaded before now: the source's position."""
+    tables = list(tables)
+    if not tables:
+        return {}
+    conn = connect(source)
+    try:
+        now = current_offset(conn)
+    finally:
+        conn.close()
+    return dict.fromkeys(tables, now)

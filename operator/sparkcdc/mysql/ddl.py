@@ -1,10 +1,12 @@
 """A minimal, conservative reading of DDL statements from the binlog.
 
 The binlog phase must know, for each DDL statement, which captured tables it touches and
-whether the change is one the pipeline follows (ADD COLUMN, DROP COLUMN), one it can ignore
-(indexes, table options, column defaults) or one that stops the table (rename, type change,
-primary key change, partition drops, truncation, drop). Anything not understood stops the
-table too: a wrong guess there would silently corrupt the replica, a stop names the statement.
+whether the change is one the pipeline follows (ADD, DROP, RENAME COLUMN, MODIFY/CHANGE — the
+last two only when the tracker finds them widening, engine/schema_changes.py — and TRUNCATE,
+which writes no row events), one it can ignore (indexes, table options, column defaults) or one
+that stops the table (table rename, primary key change, partition drops, drop). Anything not
+understood stops the table too: a wrong guess there would silently corrupt the replica, a stop
+names the statement. The ALTER TABLE specifications are read in mysql/ddl_alter.py.
 
 Names may be backquoted (with doubled backquotes inside) and qualified (``db.t``); unqualified
 names resolve against the statement's default schema (the ``USE`` database logged with it).
@@ -20,43 +22,37 @@ from typing import Any
 
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import default_sql
+from sparkcdc.mysql.ddl_alter import NAME_RX, read_alter, split_top_level, unquote
 
 __all__ = ["DdlKind", "TableDdl", "column_defaults", "parse_ddl", "split_top_level", "strip_comments"]
 
-_IDENT = r"(?:`(?:[^`]|``)+`|[0-9A-Za-z_$\u0080-\uffff]+)"
-_QUALIFIED = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
-_NAME_RX = re.compile(rf"\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?")
+_NAME_RX = NAME_RX
+_ALTER_PREFIX = re.compile(
+    r"^ALTER\s+(?:ONLINE\s+|OFFLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE
+)
 
 
 class DdlKind(str, Enum):
-    EVOLVE = "evolve"  # columns added and/or dropped: follow it
+    EVOLVE = "evolve"  # columns added, dropped, renamed or redefined: followed where exact
+    TRUNCATE = "truncate"  # every row removed, without row events: emptied in order with the stream
     IGNORE = "ignore"  # no effect on the rows a replica holds
     FAIL = "fail"  # stop the table
 
 
 @dataclass(frozen=True)
 class TableDdl:
-    """What one statement does to one table."""
+    """What one statement does to one table. ``renamed`` holds (old, new) column names;
+    ``modified`` (name after the statement, declared definition) of MODIFY and CHANGE.
+    ``declared_added`` (name, declared definition) of ADD COLUMN; not compared."""
 
     table: TableId
     kind: DdlKind
     added: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
     reason: str = ""
-
-
-@dataclass
-class _Alter:
-    added: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
-    fail: list[str] = field(default_factory=list)
-
-
-def unquote(name: str) -> str:
-    name = name.strip()
-    if name.startswith("`") and name.endswith("`") and len(name) >= 2:
-        return name[1:-1].replace("``", "`")
-    return name
+    renamed: tuple[tuple[str, str], ...] = ()
+    modified: tuple[tuple[str, str], ...] = ()
+    declared_added: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # of ADD COLUMN
 
 
 def strip_comments(sql: str) -> str:
@@ -98,31 +94,6 @@ def strip_comments(sql: str) -> str:
     return " ".join("".join(out).split())
 
 
-def split_top_level(text: str) -> list[str]:
-    """Split at commas outside parentheses and quotes."""
-    parts: list[str] = []
-    depth, start, i, quote = 0, 0, 0, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\" and quote != "`":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-        i += 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
-
-
 def _table(text: str, default_schema: str) -> tuple[TableId | None, str]:
     """The table name at the start of ``text`` and the rest."""
     match = _NAME_RX.match(text)
@@ -136,69 +107,20 @@ def _table(text: str, default_schema: str) -> tuple[TableId | None, str]:
     return TableId(default_schema, unquote(first)), text[match.end() :]
 
 
-_IGNORED_ALTER = re.compile(
-    r"^(?:ADD\s+(?:CONSTRAINT\b|(?:UNIQUE|FULLTEXT|SPATIAL|FOREIGN|INDEX|KEY|CHECK|PERIOD)\b)"
-    r"|DROP\s+(?:INDEX|KEY|FOREIGN|CONSTRAINT|CHECK)\b"
-    r"|ALTER\s+(?:COLUMN\s+)?" + _IDENT + r"\s+(?:SET\s+DEFAULT|DROP\s+DEFAULT|SET\s+(?:IN)?VISIBLE)\b"
-    r"|ALTER\s+(?:INDEX|KEY)\b|RENAME\s+(?:INDEX|KEY)\b"
-    r"|ENGINE\b|(?:DEFAULT\s+)?(?:CHARACTER\s+SET|CHARSET|COLLATE)\b|COMMENT\b|AUTO_INCREMENT\b"
-    r"|ROW_FORMAT\b|KEY_BLOCK_SIZE\b|STATS_\w+\b|PACK_KEYS\b|CHECKSUM\b|MAX_ROWS\b|MIN_ROWS\b"
-    r"|AVG_ROW_LENGTH\b|DELAY_KEY_WRITE\b|PAGE_CHECKSUM\b|TRANSACTIONAL\b|ENCRYPTED\b|ENCRYPTION\w*\b"
-    r"|FORCE\b|ALGORITHM\b|LOCK\b|ORDER\s+BY\b|(?:DISABLE|ENABLE)\s+KEYS\b|(?:ANALYZE|CHECK|OPTIMIZE"
-    r"|REPAIR|REBUILD)\s+PARTITION\b|WAIT\b|NOWAIT\b)",
-    re.IGNORECASE,
-)
-_ADD_COLUMN = re.compile(rf"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?({_IDENT}|\()", re.IGNORECASE)
-_DROP_COLUMN = re.compile(
-    rf"^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s*(?:RESTRICT|CASCADE)?$", re.I
-)
-_ALTER_PREFIX = re.compile(
-    r"^ALTER\s+(?:ONLINE\s+|OFFLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE
-)
-_KEYWORDS_NOT_COLUMNS = {"PRIMARY", "INDEX", "KEY", "UNIQUE", "PARTITION", "SYSTEM", "CONSTRAINT"}
-
-
-def _column_list(text: str) -> list[str]:
-    """Names of ``(a INT, b TEXT)``."""
-    inner = text.strip()
-    if inner.startswith("(") and inner.endswith(")"):
-        inner = inner[1:-1]
-    names = []
-    for part in split_top_level(inner):
-        match = _NAME_RX.match(part)
-        if match is not None:
-            names.append(unquote(match.group(1)))
-    return names
-
-
-def _alter_spec(spec: str, result: _Alter) -> None:
-    if _IGNORED_ALTER.match(spec):
-        return
-    added = _ADD_COLUMN.match(spec)
-    if added is not None:
-        head = added.group(1)
-        if head == "(":
-            result.added.extend(_column_list(spec[added.start(1) :]))
-        elif head.upper() in _KEYWORDS_NOT_COLUMNS:
-            result.fail.append(spec)
-        else:
-            result.added.append(unquote(head))
-        return
-    dropped = _DROP_COLUMN.match(spec)
-    if dropped is not None and dropped.group(1).upper() not in _KEYWORDS_NOT_COLUMNS:
-        result.dropped.append(unquote(dropped.group(1)))
-        return
-    result.fail.append(spec)
-
-
-def _alter(body: str, table: TableId, statement: str) -> TableDdl:
-    result = _Alter()
-    for spec in split_top_level(body):
-        _alter_spec(spec, result)
-    if result.fail:
-        return TableDdl(table, DdlKind.FAIL, reason=f"unsupported change {result.fail[0]!r}")
-    if result.added or result.dropped:
-        return TableDdl(table, DdlKind.EVOLVE, tuple(result.added), tuple(result.dropped))
+def _alter(body: str, table: TableId) -> TableDdl:
+    specs = read_alter(body)
+    if specs.fail:
+        return TableDdl(table, DdlKind.FAIL, reason=f"unsupported change {specs.fail[0]!r}")
+    if specs.added or specs.dropped or specs.renamed or specs.modified:
+        return TableDdl(
+            table,
+            DdlKind.EVOLVE,
+            tuple(specs.added),
+            tuple(specs.dropped),
+            renamed=tuple(specs.renamed),
+            modified=tuple(specs.modified),
+            declared_added=tuple(specs.declared_added),
+        )
     return TableDdl(table, DdlKind.IGNORE)
 
 
@@ -221,7 +143,7 @@ def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
     alter = _ALTER_PREFIX.match(sql)
     if alter is not None:
         table, rest = _table(sql[alter.end() :], default_schema)
-        return [] if table is None else [_alter(rest, table, sql)]
+        return [] if table is None else [_alter(rest, table)]
     match = re.match(r"^RENAME\s+TABLES?\s+", upper)
     if match is not None:
         tables: list[TableDdl] = []
@@ -242,8 +164,7 @@ def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
     match = re.match(r"^TRUNCATE\s+(?:TABLE\s+)?", upper)
     if match is not None:
         table, _rest = _table(sql[match.end() :], default_schema)
-        reason = "the table was truncated (TRUNCATE writes no row events)"
-        return [] if table is None else [TableDdl(table, DdlKind.FAIL, reason=reason)]
+        return [] if table is None else [TableDdl(table, DdlKind.TRUNCATE)]
     match = re.match(r"^CREATE\s+OR\s+REPLACE\s+(?:TEMPORARY\s+)?TABLE\s+", upper)
     if match is not None and "TEMPORARY" not in upper[: match.end()]:
         table, _rest = _table(sql[match.end() :], default_schema)

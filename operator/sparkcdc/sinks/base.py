@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -22,13 +22,17 @@ from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
 
 __all__ = [
+    "AddedColumn",
     "ChangelogRecord",
+    "ColumnChanges",
+    "EvolvingSink",
     "FrameSink",
     "Sink",
     "SinkConfig",
     "SinkError",
     "TableChanges",
     "TableDataError",
+    "TableSchemaError",
     "start_fenced",
     "writes_in_driver",
 ]
@@ -44,8 +48,53 @@ class AddedColumn:
     after: str | None = None  # the column before it at the source; None: first
 
 
+@dataclass(frozen=True)
+class ColumnChanges:
+    """One followed DDL statement's effect on a target table (engine/schema_changes.py).
+
+    A sink applies it as: drops, renames (``(old, new)`` names), adds, then ``altered``: the
+    new definitions of widened columns (mysql/widening.py). Every step is skipped when the
+    target already shows it, so a replay after a crash between the target's change and the
+    checkpoint converges; the tracker refuses statements whose steps a target could not tell
+    apart by its columns' names (mysql/ddl_alter.py). ``statement`` and ``offset`` say where in
+    the stream it happened (the changelog records them).
+    """
+
+    added: tuple[AddedColumn, ...] = ()
+    dropped: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    altered: tuple[Column, ...] = ()
+    statement: str = ""
+    offset: BinlogOffset | None = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.added:
+            parts.append(f"added {[a.column.name for a in self.added]}")
+        if self.dropped:
+            parts.append(f"dropped {list(self.dropped)}")
+        if self.renamed:
+            parts.append("renamed " + ", ".join(f"{a} to {b}" for a, b in self.renamed))
+        if self.altered:
+            parts.append("widened " + ", ".join(f"{c.name} to {c.column_type}" for c in self.altered))
+        return "; ".join(parts) or "no column change"
+
+
 class SinkError(RuntimeError):
     """A sink refused a write; the message names the table and what to do."""
+
+
+class TableSchemaError(SinkError):
+    """The sink cannot follow a schema change of one table exactly (a Delta type change its
+    type widening does not cover): that table stops, the others go on. Raised before the
+    target was changed."""
+
+    def __init__(self, message: str, table: TableId) -> None:
+        super().__init__(message)
+        self.table = table
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.table))
 
 
 class TableDataError(SinkError):
@@ -76,6 +125,18 @@ class Sink(Protocol):
         """Apply a collapsed binlog batch for one table, idempotently."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class EvolvingSink(Protocol):
+    """A sink that follows schema changes and truncations of its tables at their place in the
+    stream (JDBC, Delta, the changelog). Both return what they did, for the log."""
+
+    def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]: ...
+
+    def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
+        """Remove every row of ``schema``'s table from its target (only its own rows in a target
+        merged by a route), as one commit after everything before ``offset``."""
 
 
 class SinkConfig(Protocol):

@@ -4,6 +4,13 @@ Every file is written to a temporary name and renamed into place, so a file is e
 or absent. A snapshot split always rewrites its own file, and a binlog batch's file is named
 by the offset it starts at, so a replay after a crash overwrites instead of duplicating.
 
+A followed schema change (engine/schema_changes.py) is one record in a file of its own, named by
+the statement's offset like a batch's: ``{"op": "schema", "table", "data": {}, "source",
+"id", "statement", "columns": [names after it], "renamed": {old: new}, "added", "dropped",
+"altered": {name: new type}}`` (the last four when non-empty), after which records use the
+new names; a TRUNCATE is ``{"op": "truncate", ..., "statement"}``: a consumer drops every row of
+that table it holds (in a directory merged by a route, of that ``table`` only).
+
 A process killed while writing leaves its temporary file behind. ``prepare`` (on the driver,
 before any task of the run writes) removes those of the tables it prepares: a temporary file is
 never a committed one, and whatever it was to hold is written again by the replay.
@@ -27,7 +34,7 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.columns import Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.arrow_json import join_text, json_parts, text_bytes
-from sparkcdc.sinks.base import ChangelogRecord, Sink, SinkError, TableChanges
+from sparkcdc.sinks.base import ChangelogRecord, ColumnChanges, Sink, SinkError, TableChanges
 from sparkcdc.sinks.geometry import row_with_geometry_fields, with_geometry_structs
 from sparkcdc.sinks.values import dumps, json_value
 
@@ -101,6 +108,43 @@ class ChangelogSink(Sink):
         if any(c.family is Family.GEOMETRY for c in schema.columns):
             records = [replace(r, data=row_with_geometry_fields(schema, r.data)) for r in records]
         self._write_file(self.table_dir(schema) / name, (self._render(table, r) for r in records))
+
+    def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
+        """A ``schema`` record at the statement's place: later records use the new names."""
+        extra: dict[str, object] = {"columns": list(schema.column_names)}
+        if changes.added:
+            extra["added"] = [a.column.name for a in changes.added]
+        if changes.dropped:
+            extra["dropped"] = list(changes.dropped)
+        if changes.renamed:
+            extra["renamed"] = dict(changes.renamed)
+        if changes.altered:
+            extra["altered"] = {c.name: c.column_type for c in changes.altered}
+        return self._statement_record(schema, "schema", changes.offset, changes.statement, extra)
+
+    def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
+        """A ``truncate`` record: a consumer drops every row of the table it holds."""
+        return self._statement_record(schema, "truncate", offset, statement, {})
+
+    def _statement_record(
+        self,
+        schema: TableSchema,
+        op: str,
+        offset: BinlogOffset | None,
+        statement: str,
+        extra: dict[str, object],
+    ) -> list[str]:
+        # Its own file, named by the statement's offset like a batch's: a replay rewrites it.
+        if offset is None:
+            raise SinkError(f"a schema change of {schema.table} has no offset; cannot record it exactly once")
+        table = str(schema.table)
+        source = {"file": offset.file, "pos": offset.pos, "ts_ms": 0}
+        rid = event_id(table, offset.file, offset.pos, 0, op)
+        record = {"op": op, "table": table, "data": {}, "source": source, "id": rid, "statement": statement}
+        name = f"binlog-{_merged_prefix(schema)}{offset.file}-{offset.pos:012d}.jsonl"
+        target = self.table_dir(schema) / name
+        self._write_file(target, [dumps({**record, **extra})])
+        return [f"wrote a {op} record to {target}"]
 
     @staticmethod
     def _render(table: str, record: ChangelogRecord) -> str:

@@ -260,12 +260,19 @@ def changelog_records(directory: Path) -> Iterator[dict[str, Any]]:
 
 def replay_changelog(directory: Path, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:
     """The table a consumer rebuilds from the changelog: +I/+U upsert, -U/-D delete the key
-    (a key-changing update is -U of the old key then +U of the new one)."""
+    (a key-changing update is -U of the old key then +U of the new one); ``truncate`` empties it,
+    ``schema`` renames and drops the columns of the rows it holds (sinks/changelog.py)."""
     table: dict[Any, dict[str, Any]] = {}
     for record in changelog_records(directory):
         data = record["data"]
         if record["op"] in ("+I", "+U"):
             table[key(data)] = data
+        elif record["op"] == "truncate":
+            table.clear()
+        elif record["op"] == "schema":
+            renamed, dropped = record.get("renamed", {}), set(record.get("dropped", []))
+            rows = [{renamed.get(c, c): v for c, v in r.items() if c not in dropped} for r in table.values()]
+            table = {key(row): row for row in rows}
         else:
             table.pop(key(data), None)
     return table

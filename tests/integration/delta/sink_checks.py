@@ -29,7 +29,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import AddedColumn
+from sparkcdc.sinks.base import AddedColumn, ColumnChanges
 from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig, commit_metadata
 from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
 
@@ -210,9 +210,10 @@ class Checks:
         sink.write_frame(old, [SnapshotSplit(old.table, 0, None, None)], self.frame(sink, old, data))
         mid = replace(schema, columns=tuple(c for c in schema.columns if c.name != "more"))
         extra = schema.column("extra")
-        done = sink.evolve_table(mid, [AddedColumn(extra, "7", "v")], ())
+        adding = ColumnChanges(added=(AddedColumn(extra, "7", "v"),))
+        done = sink.evolve_table(mid, adding)
         assert done and "extra" in done[0], done
-        assert sink.evolve_table(mid, [AddedColumn(extra, "7", "v")], ()) == [], "not idempotent"
+        assert sink.evolve_table(mid, adding) == [], "not idempotent"
         table = self.read(sink, schema)
         assert set(table.column("extra").to_pylist()) == {7}, table.column("extra").to_pylist()
         sink.apply_changes(

@@ -15,6 +15,7 @@ from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.engine.live_reader import END
@@ -25,7 +26,7 @@ from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import SchemaInUse, project_schema
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import AddedColumn
+from sparkcdc.sinks.base import AddedColumn, ColumnChanges, TableSchemaError
 from sparkcdc.sinks.jdbc.evolution import alter_statements
 
 pytestmark = pytest.mark.unit
@@ -63,8 +64,15 @@ class RecordingSink:
         rows = sorted(tuple(sorted(r.items())) for r in changes.upserts.values())
         self.log.append(("apply", (str(changes.table), schema.column_names, rows)))
 
-    def evolve_table(self, schema: TableSchema, added: Any, dropped: Any) -> list[str]:
-        self.log.append(("evolve", (str(schema.table), [a.column.name for a in added], list(dropped))))
+    def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
+        added = [a.column.name for a in changes.added]
+        self.log.append(("evolve", (str(schema.table), added, list(changes.dropped))))
+        if changes.renamed:
+            self.log.append(("renamed", list(changes.renamed)))
+        return []
+
+    def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
+        self.log.append(("truncate", (str(schema.table), str(offset))))
         return []
 
     def close(self) -> None: ...
@@ -153,6 +161,58 @@ def test_add_column_is_applied_in_place() -> None:
         ("checkpoint", "b.000001:50"),
     ]
     assert result.binlog_offset == off(50)
+
+
+def test_truncate_empties_the_target_between_the_rows_around_it() -> None:
+    items: list[object] = [
+        insert(A, 10, id=1, v=1),
+        off(20),
+        SchemaChange(off(30), "TRUNCATE a", truncated=(A,)),
+        insert(A, 40, id=2, v=2),
+        off(50),
+    ]
+    result, sink, _saved, _ = consume(items, {A: schema(A, "id", "v")})
+    assert sink.log == [
+        ("apply", ("shop.a", ("id", "v"), [(("id", 1), ("v", 1))])),
+        ("checkpoint", "b.000001:20"),
+        ("truncate", ("shop.a", "b.000001:30")),
+        ("checkpoint", "b.000001:30"),
+        ("apply", ("shop.a", ("id", "v"), [(("id", 2), ("v", 2))])),
+        ("checkpoint", "b.000001:50"),
+    ]
+    assert result.binlog_offset == off(50)
+
+
+def test_truncate_inside_the_snapshot_handoff_stops_the_table() -> None:
+    """Splits read after the TRUNCATE already hold later rows that the split filter keeps out of
+    the stream: emptying the target there would lose them."""
+    split = SnapshotSplit(A, 0, None, None)
+    checkpoint = Checkpoint(binlog_offset=off(4), finished={A: (FinishedSplitInfo(split, off(100)),)})
+    items: list[object] = [SchemaChange(off(30), "TRUNCATE a", truncated=(A,)), off(50)]
+    result, sink, _saved, listener = consume(items, {A: schema(A, "id", "v")}, checkpoint)
+    assert [e for e in sink.log if e[0] == "truncate"] == []
+    assert result.tables[A].phase is Phase.FAILED and "TRUNCATE a" in result.tables[A].error
+    assert listener.warnings and "snapshot splits" in listener.warnings[0]
+
+
+def test_rename_met_with_the_later_definition_after_rows_stops_the_table() -> None:
+    """Resumed from before a rename with the renamed definition: rows decoded before the
+    statement lacked the column under its old name, so the table cannot be followed exactly."""
+    renamed = schema(A, "id", "w")
+    late = Evolution(A, renamed, renamed=(("v", "w"),), decoded_late=True)
+    items: list[object] = [
+        insert(A, 10, id=1),
+        off(20),
+        SchemaChange(off(30), "ALTER TABLE a RENAME COLUMN v TO w", (late,)),
+        insert(A, 40, id=2, w=2),
+        off(50),
+    ]
+    result, sink, _saved, _ = consume(items, {A: renamed})
+    assert [e[0] for e in sink.log] == ["apply", "checkpoint", "checkpoint", "checkpoint"]
+    assert result.tables[A].phase is Phase.FAILED and "later definition" in result.tables[A].error
+    # Without rows before it (a crash right after the target's rename), it is followed by name.
+    result, sink, _saved, _ = consume([SchemaChange(off(30), "RENAME", (late,)), off(50)], {A: renamed})
+    assert ("renamed", [("v", "w")]) in sink.log and A not in result.tables
 
 
 def test_failed_table_stops_alone() -> None:
@@ -287,18 +347,60 @@ def test_alter_statements_for_targets() -> None:
     def quote(n: str) -> str:
         return f"`{n}`"
 
-    assert alter_statements("mysql", quote, new, ["id", "v", "old"], added, ["old"]) == [
-        "ALTER TABLE `a` ADD COLUMN `c` varchar(5) NOT NULL DEFAULT 'x' AFTER `v`",
+    change = ColumnChanges(tuple(added), ("old",))
+    assert alter_statements("mysql", quote, new, ["id", "v", "old"], change) == [
         "ALTER TABLE `a` DROP COLUMN `old`",
+        "ALTER TABLE `a` ADD COLUMN `c` varchar(5) NOT NULL DEFAULT 'x' AFTER `v`",
     ]
     # Replayed: nothing left to do.
-    assert alter_statements("mysql", quote, new, ["id", "v", "c"], added, ["old"]) == []
-    pg = alter_statements("postgresql", lambda n: f'"{n}"', new, ["id", "v"], added, [])
+    assert alter_statements("mysql", quote, new, ["id", "v", "c"], change) == []
+    pg = alter_statements("postgresql", lambda n: f'"{n}"', new, ["id", "v"], ColumnChanges(tuple(added)))
     assert pg == ['ALTER TABLE "a" ADD COLUMN "c" text DEFAULT \'x\'']
-    expr = [AddedColumn(new.columns[2], "current_timestamp()", None)]
-    assert alter_statements("postgresql", lambda n: f'"{n}"', new, ["id"], expr, []) == [
+    expr = ColumnChanges((AddedColumn(new.columns[2], "current_timestamp()", None),))
+    assert alter_statements("postgresql", lambda n: f'"{n}"', new, ["id"], expr) == [
         'ALTER TABLE "a" ADD COLUMN "c" text'
     ]
-    assert alter_statements("mysql", quote, new, ["id"], expr, []) == [
+    assert alter_statements("mysql", quote, new, ["id"], expr) == [
         "ALTER TABLE `a` ADD COLUMN `c` varchar(5) NOT NULL DEFAULT current_timestamp() FIRST"
     ]
+
+
+def test_alter_statements_rename_and_widen() -> None:
+    wide = Column("n", 3, "bigint", "bigint(20)", default_sql="5")
+    new = TableSchema(A, (col("key", 1, nullable=False), col("w", 2), wide), ("key",), ("key",), ("key",))
+    change = ColumnChanges(renamed=(("id", "key"), ("v", "w")), altered=(wide,))
+
+    def quote(n: str) -> str:
+        return f"`{n}`"
+
+    assert alter_statements("mysql", quote, new, ["id", "v", "n"], change) == [
+        "ALTER TABLE `a` RENAME COLUMN `id` TO `key`",
+        "ALTER TABLE `a` RENAME COLUMN `v` TO `w`",
+        "ALTER TABLE `a` MODIFY COLUMN `n` bigint(20) DEFAULT 5",
+    ]
+    # Replayed after the renames: only the (harmless) MODIFY again.
+    assert alter_statements("mysql", quote, new, ["key", "w", "n"], change) == [
+        "ALTER TABLE `a` MODIFY COLUMN `n` bigint(20) DEFAULT 5"
+    ]
+    pg = alter_statements("postgresql", lambda n: f'"{n}"', new, ["id", "v", "n"], change, {"n": "integer"})
+    assert pg == [
+        'ALTER TABLE "a" RENAME COLUMN "id" TO "key"',
+        'ALTER TABLE "a" RENAME COLUMN "v" TO "w"',
+        'ALTER TABLE "a" ALTER COLUMN "n" TYPE bigint USING "n"::bigint',
+        'ALTER TABLE "a" ALTER COLUMN "n" DROP NOT NULL',
+    ]
+    pg_done = alter_statements(
+        "postgresql", lambda n: f'"{n}"', new, ["key", "w", "n"], change, {"n": "bigint"}
+    )
+    assert pg_done == ['ALTER TABLE "a" ALTER COLUMN "n" DROP NOT NULL']
+    # A column renamed and widened in one statement: its type is looked up under its old name.
+    dec = Column("dd", 2, "decimal", "decimal(9,3)", precision=9, scale=3)
+    both = ColumnChanges(renamed=(("d", "dd"),), altered=(dec,))
+    moved = replace(new, columns=(new.columns[0], dec))
+    assert alter_statements("postgresql", lambda n: n, moved, ["key", "d"], both, {"d": "numeric(6,2)"}) == [
+        "ALTER TABLE a RENAME COLUMN d TO dd",
+        "ALTER TABLE a ALTER COLUMN dd TYPE numeric(9,3) USING dd::numeric(9,3)",
+        "ALTER TABLE a ALTER COLUMN dd DROP NOT NULL",
+    ]
+    with pytest.raises(TableSchemaError, match="has neither"):
+        alter_statements("mysql", quote, new, ["other", "w", "n"], change)

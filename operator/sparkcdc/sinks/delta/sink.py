@@ -19,8 +19,8 @@ import pyarrow as pa
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import AddedColumn, FrameSink, SinkError, TableChanges
-from sparkcdc.sinks.delta import tables
+from sparkcdc.sinks.base import ColumnChanges, FrameSink, SinkError, TableChanges
+from sparkcdc.sinks.delta import follow, tables
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.merge import merge_batch
 from sparkcdc.sinks.delta.session import driver_session, failing
@@ -51,14 +51,20 @@ class DeltaSink(FrameSink):
             with failing(f"preparing the table of {schema.table}", path):
                 self._columns[path] = tables.prepare_table(self._spark, self._config, schema, path)
 
-    def evolve_table(
-        self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
-    ) -> list[str]:
-        """Follow a source ADD/DROP COLUMN (engine/schema_changes.py; tables.evolve_table)."""
+    def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
+        """Follow a source column change (engine/schema_changes.py; tables.evolve_table)."""
         path = self._config.table_path(schema)
         with failing(f"following a schema change of {schema.table}", path):
-            done, columns = tables.evolve_table(self._spark, self._config, schema, added, dropped)
+            done, columns = tables.evolve_table(self._spark, self._config, schema, changes)
         self._columns[path] = columns
+        return done
+
+    def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
+        """Follow a source TRUNCATE as one marked DELETE commit (follow.py)."""
+        path = self._config.table_path(schema)
+        with failing(f"emptying the table of {schema.table} for {statement!r}", path):
+            done = follow.truncate(self._spark, schema, path, offset, statement)
+            self._committed(path)
         return done
 
     def write_split(

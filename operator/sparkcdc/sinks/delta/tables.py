@@ -7,9 +7,10 @@ feed when ``changeDataFeed`` is on, and deletion vectors unless the properties t
 Column names Delta cannot store plainly (spaces, ``,;{}()=``) switch the table to column
 mapping by name.
 
-Schema evolution. During streaming ``evolve_table`` follows ADD COLUMN at its place in the
-binlog — in one commit, filling existing rows with the column's literal default as MySQL does
-(an expression default such as ``current_timestamp()`` leaves them null, and says so) — and
+Schema evolution. During streaming ``evolve_table`` follows, at its place in the binlog,
+RENAME COLUMN and widening MODIFY/CHANGE (follow.py), ADD COLUMN — in one commit, filling
+existing rows with the column's literal default as MySQL does (an expression default such
+as ``current_timestamp()`` leaves them null, and says so) — and
 DROP COLUMN (after switching the table to column mapping by name, which Delta needs to drop a
 column). A write whose rows have a column the table lacks adds it first (``mergeSchema``,
 default on; off, it fails instead); ``prepare_table`` does not, so a pipeline resumed before an
@@ -25,7 +26,8 @@ from typing import Any
 
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import canonical_value
-from sparkcdc.sinks.base import AddedColumn, SinkError
+from sparkcdc.sinks.base import AddedColumn, ColumnChanges, SinkError
+from sparkcdc.sinks.delta import follow
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, metadata
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_literal
 
@@ -134,37 +136,40 @@ def ensure_columns(
 
 
 def evolve_table(
-    spark: Any,
-    config: DeltaSinkConfig,
-    schema: TableSchema,
-    added: Sequence[AddedColumn],
-    dropped: Sequence[str],
+    spark: Any, config: DeltaSinkConfig, schema: TableSchema, changes: ColumnChanges
 ) -> tuple[list[str], set[str]]:
-    """Follow a source ADD/DROP COLUMN; idempotent on replay: a column already there (added with
-    its default in one commit) or already gone is skipped. Returns what was done and the
+    """Follow a source column change (drops, renames, adds, widenings; follow.py for the last
+    two); idempotent on replay: a column already there (added with its default in one commit),
+    already gone, already renamed or already widened is skipped. Returns what was done and the
     table's columns (lower case)."""
     from delta.tables import DeltaTable
 
     path = config.table_path(schema)
     table = DeltaTable.forPath(spark, path)
-    have = {f.name.lower(): f.name for f in table.toDF().schema.fields}
-    new = [a for a in added if a.column.name.lower() not in have]
-    done = _add_columns(spark, schema, path, list(have.values()), new) if new else []
-    gone = [have[n.lower()] for n in dropped if n.lower() in have and n not in schema.row_key]
+    current = table.toDF().schema
+    props = dict(table.detail().select("properties").collect()[0][0] or {})
+    names = [f.name for f in current.fields]
+    # Refused (TableSchemaError) before anything is changed.
+    widen = follow.widen_columns(spark, schema, path, current, changes.altered, changes.renamed)
+    done: list[str] = []
+    have = {n.lower(): n for n in names}
+    gone = [have[n.lower()] for n in changes.dropped if n.lower() in have and n not in schema.row_key]
     gone = [n for n in gone if n not in config.partition_columns(schema.table)]
     if gone:
-        props = dict(table.detail().select("properties").collect()[0][0] or {})
-        if props.get("delta.columnMapping.mode") != "name":
-            mapping = {
-                "delta.columnMapping.mode": "name",
-                "delta.minReaderVersion": "2",
-                "delta.minWriterVersion": "5",
-            }
-            set_properties(spark, path, mapping)
-        names = ", ".join(quote_ident(n) for n in gone)
-        spark.sql(f"ALTER TABLE delta.{quote_ident(path)} DROP COLUMNS ({names})")
+        if follow.enable_column_mapping(spark, path, props):
+            props["delta.columnMapping.mode"] = "name"
+        names_sql = ", ".join(quote_ident(n) for n in gone)
+        spark.sql(f"ALTER TABLE delta.{quote_ident(path)} DROP COLUMNS ({names_sql})")
         done.append(f"dropped columns {gone} from {path}")
-    columns = {c.lower() for c in schema.column_names} | {n.lower() for n in have.values() if n not in gone}
+        names = [n for n in names if n not in gone]
+    done += follow.rename_columns(spark, config, schema, path, names, changes.renamed, props)
+    renamed = dict(changes.renamed)
+    names = [renamed.get(n, n) for n in names]
+    new = [a for a in changes.added if a.column.name.lower() not in {n.lower() for n in names}]
+    if new:
+        done += _add_columns(spark, schema, path, names, new)
+    done += follow.apply_widening(spark, path, widen, props)
+    columns = {c.lower() for c in schema.column_names} | {n.lower() for n in names}
     return done, columns
 
 
