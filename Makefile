@@ -2,13 +2,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: deps test unit container images lint bench bench-binlog bench-latency bench-stream demo crd clean
+.PHONY: deps promtool test unit container images lint bench bench-binlog bench-latency bench-stream demo crd clean
 
 deps:
 	@bash hack/bootstrap.sh
 
+# promtool, which checks and unit-tests the chart's alert rules (tests/e2e/test_chart_monitoring.py):
+# built from Go modules once, before any test's timeout starts (hack/promtool.sh; cached).
+promtool:
+	@bash hack/promtool.sh >/dev/null
+
 # The cluster tests (e2e, container) and the local ones (unit, integration) side by side: hack/test.sh.
-test: deps
+test: deps promtool
 	PY=$(PY) bash hack/test.sh $(PYTEST_ARGS)
 
 unit: deps

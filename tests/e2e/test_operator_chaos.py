@@ -170,8 +170,8 @@ def test_replica_equals_source_after_kills_at_random_points(
     # The last driver's metrics.
     text = scrape(real_operator.driver_metrics_port)
     assert metric(text, "sparkcdc_driver_epoch") == final
-    assert (metric(text, "sparkcdc_binlog_events_applied_total") or 0) > 0
-    assert (metric(text, "sparkcdc_sink_commit_seconds_count") or 0) > 0
-    assert metric(text, "sparkcdc_binlog_lag_seconds") is not None
-    assert metric(text, "sparkcdc_snapshot_splits", table=f"{shop}.items", state="pending") == 0
+    assert (metric(text, "sparkcdc_driver_binlog_events_total") or 0) > 0
+    assert (metric(text, "sparkcdc_driver_sink_commit_seconds_count") or 0) > 0
+    assert metric(text, "sparkcdc_driver_emit_event_time_lag_seconds") is not None
+    assert metric(text, "sparkcdc_driver_snapshot_splits", table=f"{shop}.items", state="pending") == 0
     print(f"{time.monotonic() - started:6.1f}s done; kills: {landed}")

@@ -8,7 +8,8 @@ committed offset and the source's current position; past ``binlog.parallelCatchu
 the loop stops its reader at the committed transaction boundary and catch-up takes the backlog in
 parallel ranges, after which the live reader starts again where catch-up ended. The probe asks the
 source at most once per ``interval`` seconds (two cheap statements), and not before the live
-reader has run that long, so the two never alternate faster than that.
+reader has run that long, so the two never alternate faster than that. Each look is reported
+(``report``): the driver shows it as its bytes behind the source.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ class BacklogProbe:
         threshold_bytes: int,
         interval: float = LAG_CHECK_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        report: Callable[[int], None] | None = None,
     ) -> None:
         self._source = source
+        self._report = report
         self._threshold = threshold_bytes
         self._interval = interval
         self._clock = clock
@@ -52,6 +55,8 @@ class BacklogProbe:
             return False
         self._next = now + self._interval
         self.last_backlog = self.measure(committed)
+        if self._report is not None:
+            self._report(self.last_backlog)
         return self.last_backlog >= self._threshold
 
     def measure(self, committed: BinlogOffset) -> int:

@@ -43,7 +43,7 @@ from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.engine.listener import BatchCommit, PipelineListener
+from sparkcdc.engine.listener import BatchCommit, PipelineListener, net_counts
 from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
 from sparkcdc.mysql.binlog.native import decoder_path, native_eligible
 from sparkcdc.mysql.binlog.ranges import list_boundaries
@@ -140,6 +140,7 @@ class CatchupRunner:
             ranges = self.plan(start)
             if not ranges:
                 break
+            self._listener.binlog_reader("catchup")
             width = len(self._settings.server_ids)
             # Rounds go to Spark once its workers are up too: the first job would wait for them.
             self._warm = warm_up(self._settings.spark, width, [__name__], lambda: not self._on_spark.is_set())
@@ -164,6 +165,7 @@ class CatchupRunner:
             now = current_offset(conn, flavor)
             files = binlog_files(conn)
             backlog = backlog_bytes(start, now, files) if now > start else 0
+            self._listener.backlog_measured(backlog)
             if backlog < self._settings.threshold_bytes:
                 return []
             boundaries = list_boundaries(conn, start, now)
@@ -247,11 +249,13 @@ class CatchupRunner:
                     self._schemas[table] = schema
             for table, rows in result.undecodable.items():
                 self._failures.fail(table, decode_failure_message(table, rows.offset, rows.detail))
-        batch = [table_changes(t, c, end) for t, c in total.items() if c and t not in self._failures]
-        started = time.perf_counter()
+        live = {t: c for t, c in total.items() if c and t not in self._failures}
+        batch = [table_changes(t, c, end) for t, c in live.items()]
+        read_at, started = time.time(), time.perf_counter()
         self._failures.apply(self._sink, batch, end)
         seconds = time.perf_counter() - started
         checkpoint = self._commit(replace(checkpoint, binlog_offset=end))
         # Reduced ranges carry no event times (core/catchup.py): the round reports none.
-        self._listener.batch_committed(BatchCommit(sum(r.events for r in results), end, seconds))
+        events = sum(r.events for r in results)
+        self._listener.batch_committed(BatchCommit(events, end, seconds, 0, net_counts(live), read_at))
         return checkpoint

@@ -2,16 +2,20 @@
 
 The engine tells its listener everything a reporter needs, timings included (how long the sink
 took to apply a batch, the newest source timestamp in it) and every checkpoint the store holds,
-so that no reporter has to wrap the sink or the store to find out.
+so that no reporter has to wrap the sink or the store to find out. The driver's Prometheus series
+(driver/metrics.py) are fed from here alone: the engine stays free of any metrics library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sparkcdc.core.checkpoint import Checkpoint
+from sparkcdc.core.events import ChangeEvent, Op
+from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
@@ -28,6 +32,31 @@ class BatchCommit:
     offset: BinlogOffset  # where the checkpoint now resumes
     sink_seconds: float = 0.0  # how long the sink took to apply it
     newest_ms: int = 0  # the newest source timestamp (``ts_ms``) of its row events; 0: none known
+    # Per (table, op): row events by operation where the reader sees each event (the Python
+    # reader: create / update / delete); keys by net effect where a reader hands over whole
+    # transactions reduced per key (the Go decoder, parallel catch-up: upsert / delete).
+    changes: Mapping[tuple[TableId, str], int] = field(default_factory=dict)
+    read_at: float = 0.0  # wall-clock time the reader handed the batch over (epoch seconds); 0: unknown
+
+
+# Debezium's names for the operations (NumberOfCreateEventsSeen, ...).
+_OP_NAMES = {Op.INSERT: "create", Op.UPDATE: "update", Op.DELETE: "delete"}
+
+
+def event_counts(events: Iterable[ChangeEvent]) -> dict[tuple[TableId, str], int]:
+    """``BatchCommit.changes`` of a batch of row events."""
+    return dict(Counter((e.table, _OP_NAMES[e.op]) for e in events))
+
+
+def net_counts(changes: Mapping[TableId, BackfillChanges]) -> dict[tuple[TableId, str], int]:
+    """``BatchCommit.changes`` of changes reduced per key: the events behind them are not known."""
+    counts: dict[tuple[TableId, str], int] = {}
+    for table, change in changes.items():
+        if change.upserts:
+            counts[(table, "upsert")] = len(change.upserts)
+        if change.deletes:
+            counts[(table, "delete")] = len(change.deletes)
+    return counts
 
 
 class PipelineListener:
@@ -64,4 +93,13 @@ class PipelineListener:
 
     def source_identified(self, identity: SourceIdentity) -> None:
         """The source server the pipeline reads from, checked at start (engine/source_change.py)."""
+        return None
+
+    def binlog_reader(self, reader: str) -> None:
+        """Who reads the binlog from now on: ``native`` (the Go decoder following the source),
+        ``python`` (python-mysql-replication) or ``catchup`` (parallel catch-up's tasks)."""
+        return None
+
+    def backlog_measured(self, bytes_behind: int) -> None:
+        """The source's binlog is ``bytes_behind`` bytes past the committed offset (engine/backlog.py)."""
         return None

@@ -30,11 +30,12 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.engine.backlog import LAG_CHECK_SECONDS, BacklogProbe
 from sparkcdc.engine.cascading import CascadeFollower
 from sparkcdc.engine.catchup import CatchupRunner, CatchupSettings
-from sparkcdc.engine.listener import BatchCommit, PipelineListener
+from sparkcdc.engine.listener import BatchCommit, PipelineListener, event_counts, net_counts
 from sparkcdc.engine.live_reader import END, Batch, ReaderThread
 from sparkcdc.engine.native_live import NativeLive, native_tables
 from sparkcdc.engine.planning import key_order
-from sparkcdc.engine.schema_changes import EvolvingSink, SchemaChange, SchemaTracker, affected
+from sparkcdc.engine.schema_apply import apply_schema_change
+from sparkcdc.engine.schema_changes import SchemaChange, SchemaTracker, affected, loaded_positions
 from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeFollower
 from sparkcdc.mysql.binlog.reader import DdlStatement
@@ -44,7 +45,6 @@ from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink
-from sparkcdc.sinks.targets import sink_added, sink_schema
 
 __all__ = ["Batch", "BinlogStreamer", "StreamSettings", "live_reader_server_id"]
 
@@ -97,6 +97,7 @@ class BinlogStreamer:
         self._save = save
         self._failures = StreamFailures(Checkpoint(), self._schemas, listener)
         self._cascades: CascadeFollower | None = None
+        self._loaded_at: dict[TableId, BinlogOffset] = {}  # schema_changes.py ``loaded_at``
 
     def build_filter(self, checkpoint: Checkpoint) -> BinlogSplitFilter:
         snapshotted = {t: checkpoint.finished.get(t, ()) for t in self._schemas if checkpoint.finished.get(t)}
@@ -113,6 +114,7 @@ class BinlogStreamer:
         behind (engine/backlog.py); in between the live path, on the Go decoder where it is exact
         (engine/native_live.py), else on python-mysql-replication."""
         self._failures = StreamFailures(checkpoint, self._schemas, self._listener)
+        self._loaded_at = loaded_positions(self._source, self._schemas)
         self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
         if self._cascades:
             self._failures.link(self._cascades.plan.linked)
@@ -135,9 +137,11 @@ class BinlogStreamer:
                 native, python_until = None, native  # the Python reader's through the handoff
             detail = ""
             if native is not None:
+                self._listener.binlog_reader("native")
                 outcome = native.run(checkpoint, should_stop, stop_at, probe)
                 checkpoint, reason, detail = outcome.checkpoint, outcome.reason, outcome.detail
             else:
+                self._listener.binlog_reader("python")
                 checkpoint, reason = self._stream_live(
                     checkpoint, start, event_filter, should_stop, probe, python_until
                 )
@@ -184,14 +188,14 @@ class BinlogStreamer:
 
     def _apply_native(self, batch: NativeBatch, checkpoint: Checkpoint) -> Checkpoint:
         """One batch of the Go decoder: applied per table as a catch-up round, then checkpointed."""
-        changes = [
-            table_changes(t, c, batch.end) for t, c in batch.changes.items() if c and t not in self._failures
-        ]
-        started = time.perf_counter()
+        live = {t: c for t, c in batch.changes.items() if c and t not in self._failures}
+        changes = [table_changes(t, c, batch.end) for t, c in live.items()]
+        read_at, started = time.time(), time.perf_counter()
         self._failures.apply(self._sink, changes, batch.end)
         seconds = time.perf_counter() - started
         checkpoint = self._save_done(replace(checkpoint, binlog_offset=batch.end))
-        self._listener.batch_committed(BatchCommit(batch.events, batch.end, seconds, batch.newest_ms))
+        commit = BatchCommit(batch.events, batch.end, seconds, batch.newest_ms, net_counts(live), read_at)
+        self._listener.batch_committed(commit)
         return checkpoint
 
     def _catchup_runner(self) -> CatchupRunner | None:
@@ -214,7 +218,8 @@ class BinlogStreamer:
     def _probe(self) -> BacklogProbe:
         assert self._settings.catchup is not None
         threshold = self._settings.catchup.threshold_bytes
-        return BacklogProbe(self._source, threshold, self._settings.lag_check_seconds)
+        interval = self._settings.lag_check_seconds
+        return BacklogProbe(self._source, threshold, interval, report=self._listener.backlog_measured)
 
     def _stream_live(
         self,
@@ -235,7 +240,8 @@ class BinlogStreamer:
             heartbeat_seconds=float(self._settings.binlog.heartbeat_interval_seconds),
             expect_server_id=self._settings.source_server_id,
         )
-        tracker = SchemaTracker(self._source, self._schemas, self._settings.chunk_key_overrides)
+        overrides = self._settings.chunk_key_overrides
+        tracker = SchemaTracker(self._source, self._schemas, overrides, self._loaded_at)
         thread = ReaderThread(reader, start, tracker, capacity=self._settings.binlog.batch_rows * 2)
         thread.start()
         try:
@@ -262,6 +268,7 @@ class BinlogStreamer:
         stop_at = self._settings.stop_at
         interval = spec.batch_interval_ms / 1000
         batch = Batch()
+        decoded: set[TableId] = set()  # tables with rows decoded in this stream (schema_apply.py)
         while True:
             try:
                 item = thread.queue.get(timeout=max(0.02, interval - (time.monotonic() - batch.started)))
@@ -272,6 +279,7 @@ class BinlogStreamer:
                     raise thread.error
                 return self._commit(batch, checkpoint), None
             if isinstance(item, ChangeEvent):
+                decoded.add(item.table)
                 if item.table not in self._failures:
                     batch.open_events.extend(event_filter.filter_event(item))
                     self._mark_cascades(batch, item, event_filter)
@@ -286,7 +294,7 @@ class BinlogStreamer:
                     self._schemas[item.table] = item.schema
             elif isinstance(item, SchemaChange):
                 checkpoint = self._commit(batch, checkpoint)
-                checkpoint = self._apply_schema_change(item, checkpoint)
+                checkpoint = self._apply_schema_change(item, checkpoint, decoded, event_filter)
                 batch = Batch()
                 event_filter.advance_to(item.offset)
             elif isinstance(item, DdlStatement):
@@ -314,22 +322,13 @@ class BinlogStreamer:
             at = len(batch.events) + len(batch.open_events)
             batch.marks.extend((at, c) for c in self._cascades.cascades(event, event_filter, self._schemas))
 
-    def _apply_schema_change(self, change: SchemaChange, checkpoint: Checkpoint) -> Checkpoint:
-        """At the DDL's place in the stream: alter the target, switch schemas, stop failed tables;
-        then checkpoint past the statement (a crash before that repeats it, idempotently)."""
-        for evolution in change.evolutions:
-            if isinstance(self._sink, EvolvingSink):
-                target, added = sink_schema(evolution.schema), sink_added(evolution.schema, evolution.added)
-                statements = self._sink.evolve_table(target, added, evolution.dropped)
-                for statement in statements:
-                    self._listener.message(f"{evolution.table}: target altered: {statement}")
-            self._schemas[evolution.table] = evolution.schema
-            self._listener.message(
-                f"{evolution.table}: schema change at {change.offset} followed "
-                f"(added {[a.column.name for a in evolution.added]}, dropped {list(evolution.dropped)})"
-            )
-        for table, error in change.failures.items():
-            self._failures.fail(table, error)
+    def _apply_schema_change(
+        self, change: SchemaChange, checkpoint: Checkpoint, decoded: set[TableId], splits: BinlogSplitFilter
+    ) -> Checkpoint:
+        """At the DDL's place in the stream: follow it in the target (schema_apply.py); then
+        checkpoint past the statement (a crash before that repeats it, idempotently)."""
+        follow = self._sink, self._schemas, self._failures, self._listener
+        apply_schema_change(change, *follow, decoded, splits)
         checkpoint = self._with_failures(replace(checkpoint, binlog_offset=change.offset))
         self._save(checkpoint)
         return checkpoint
@@ -361,7 +360,7 @@ class BinlogStreamer:
             return checkpoint
         marks = batch.closed_marks()
         end, follower = batch.end, self._cascades
-        started = time.perf_counter()
+        read_at, started = time.time(), time.perf_counter()
         if marks and follower is not None:
             self._failures.apply_cascading(
                 lambda events, kept: follower.apply(events, kept, self._schemas, end),
@@ -376,7 +375,9 @@ class BinlogStreamer:
         seconds = time.perf_counter() - started
         self._save(checkpoint)
         newest = max((e.ts_ms for e in batch.events), default=0)
-        self._listener.batch_committed(BatchCommit(len(batch.events), batch.end, seconds, newest))
+        counts = event_counts(self._failures.live_events(batch.events))
+        commit = BatchCommit(len(batch.events), batch.end, seconds, newest, counts, read_at)
+        self._listener.batch_committed(commit)
         return checkpoint
 
 

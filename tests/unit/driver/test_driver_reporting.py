@@ -63,10 +63,10 @@ def test_snapshot_progress_and_split_gauges() -> None:
     }  # fmt: skip
     progress.splits_finished([summary(ORDERS, 1, 100), summary(ITEMS, 0, 40)])
     assert (pushed.last["splitsFinished"], pushed.last["rowsSnapshotted"]) == (3, 140)
-    assert sample(metrics, "sparkcdc_snapshot_rows_total", table="shop.orders") == 100
-    assert sample(metrics, "sparkcdc_snapshot_splits", table="shop.orders", state="finished") == 2
-    assert sample(metrics, "sparkcdc_snapshot_splits", table="shop.orders", state="pending") == 1
-    assert sample(metrics, "sparkcdc_snapshot_splits", table="shop.order_items", state="pending") == 1
+    assert sample(metrics, "sparkcdc_driver_snapshot_rows_total", table="shop.orders") == 100
+    assert sample(metrics, "sparkcdc_driver_snapshot_splits", table="shop.orders", state="finished") == 2
+    assert sample(metrics, "sparkcdc_driver_snapshot_splits", table="shop.orders", state="pending") == 1
+    assert sample(metrics, "sparkcdc_driver_snapshot_splits", table="shop.order_items", state="pending") == 1
     assert "lagSeconds" not in pushed.last and "binlogOffset" not in pushed.last
 
 
@@ -75,7 +75,7 @@ def test_a_recut_tail_never_counts_more_finished_than_total() -> None:
     progress.snapshot_planned({ORDERS: 1}, {ORDERS: 0})
     progress.splits_finished([summary(ORDERS, 0, 5), summary(ORDERS, 1, 5)])
     assert (pushed.last["splitsFinished"], pushed.last["splitsTotal"]) == (2, 2)
-    assert sample(metrics, "sparkcdc_snapshot_splits", table="shop.orders", state="pending") == 0
+    assert sample(metrics, "sparkcdc_driver_snapshot_splits", table="shop.orders", state="pending") == 0
 
 
 def test_binlog_batches_lag_events_and_commit_latency() -> None:
@@ -88,13 +88,13 @@ def test_binlog_batches_lag_events_and_commit_latency() -> None:
     assert pushed.last["eventsApplied"] == 2
     # The binlog phase runs, so the snapshot is complete whatever was seen of it.
     assert pushed.last["splitsFinished"] == pushed.last["splitsTotal"] == 2
-    assert sample(metrics, "sparkcdc_binlog_lag_seconds") == 3.0
-    assert sample(metrics, "sparkcdc_binlog_events_applied_total") == 2
-    assert sample(metrics, "sparkcdc_sink_commit_seconds_count") == 1
+    assert sample(metrics, "sparkcdc_driver_emit_event_time_lag_seconds") == 3.0
+    assert sample(metrics, "sparkcdc_driver_binlog_events_total") == 2
+    assert sample(metrics, "sparkcdc_driver_sink_commit_seconds_count") == 1
     # Idle: heartbeats close batches without captured events; the pipeline is caught up.
     progress.batch_committed(BatchCommit(0, BinlogOffset("binlog.000001", 950)))
     assert pushed.last["lagSeconds"] == 0.0
-    assert sample(metrics, "sparkcdc_sink_commit_seconds_count") == 1  # nothing was applied
+    assert sample(metrics, "sparkcdc_driver_sink_commit_seconds_count") == 1  # nothing was applied
 
 
 def test_counters_continue_from_the_checkpoint_and_the_last_progress() -> None:
