@@ -10,7 +10,7 @@ import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,12 @@ class RunningOperator:
         assert self.proc.poll() is None, f"the operator exited:\n{self.log_tail()}"
 
 
-def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path, driver_image: str) -> RunningOperator:
+def start_operator(
+    cp: ControlPlane, runner: NodeRunner, workdir: Path, driver_image: str,
+    *, args: Sequence[str] = (), variables: Mapping[str, str] | None = None, log_name: str = "operator.log",
+) -> RunningOperator:  # fmt: skip
+    """``sparkcdc operator`` as a host process; ``args`` and ``variables`` add to what every test
+    uses (e.g. leader election, HOSTNAME naming a replica), ``log_name`` tells two apart."""
     port, driver_port = free_port(), free_port()
     env = cp.env()
     env.update({
@@ -58,10 +63,14 @@ def start_operator(cp: ControlPlane, runner: NodeRunner, workdir: Path, driver_i
         "SPARKCDC_DRIVER_METRICS_PORT": str(driver_port),
         "SPARKCDC_RESYNC_SECONDS": "5",
     })  # fmt: skip
-    log = workdir / "operator.log"
+    env.update(variables or {})
+    log = workdir / log_name
+    # argparse reads sys.argv[1:]: the arguments after -c's code.
     code = "from sparkcdc.controller.main import operator_main; raise SystemExit(operator_main())"
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     return RunningOperator(proc, log, port, driver_port, driver_image)
 
 

@@ -167,7 +167,8 @@ def test_default_render_is_cluster_wide(control_plane: ControlPlane) -> None:
     objects = render(control_plane, "ops")
     (deployment,) = find(objects, "Deployment")
     spec = deployment["spec"]
-    assert (spec["replicas"], spec["strategy"]["type"]) == (1, "Recreate")
+    # Two replicas taking turns on the Lease (test_chart_ha.py); rolling updates are safe with it.
+    assert (spec["replicas"], spec["strategy"]["type"]) == (2, "RollingUpdate")
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == f"ghcr.io/sparkcdc/sparkcdc-operator:{chart_meta()['appVersion']}"
@@ -218,6 +219,15 @@ def test_default_render_is_cluster_wide(control_plane: ControlPlane) -> None:
     )
     assert find(objects, "PodDisruptionBudget")
     assert not find(objects, "NetworkPolicy") and not find(objects, "ServiceMonitor")
+    # Pipeline authors' roles, aggregated into the cluster's; no image allow-list by default.
+    (view,) = find(objects, "ClusterRole", "rel-sparkcdc-view")
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert not rules_grant(view["rules"], "sparkcdc.io", "cdcpipelines", "create")
+    (edit,) = find(objects, "ClusterRole", "rel-sparkcdc-edit")
+    assert rules_grant(edit["rules"], "sparkcdc.io", "cdcpipelines", "create")
+    assert not rules_grant(edit["rules"], "sparkcdc.io", "cdcpipelines/status", "patch")
+    assert not find(objects, "ValidatingAdmissionPolicy")
+    assert not [a for a in container["args"] if a.startswith("--allowed-image")]
 
 
 def test_watch_namespaces_switches_to_namespaced_roles(control_plane: ControlPlane) -> None:
@@ -228,6 +238,8 @@ def test_watch_namespaces_switches_to_namespaced_roles(control_plane: ControlPla
         "--namespace=team-b",
     ]
     for cluster_role in find(objects, "ClusterRole"):  # only kopf's read-only discovery stays cluster-wide
+        if cluster_role["metadata"]["name"] in ("rel-sparkcdc-view", "rel-sparkcdc-edit"):
+            continue  # the pipeline authors' roles: bound by nobody, aggregated into view and edit
         for rule in cluster_role["rules"]:
             assert set(rule["verbs"]) <= {"list", "watch"}
             assert set(rule["resources"]) <= {"customresourcedefinitions", "namespaces"}
@@ -309,6 +321,8 @@ BAD_VALUES = [
     (["--set", "health.port=8080"], "metrics.port and health.port must differ"),
     (["--set", "watchNamespaces={a},driver.namespaces={b}"], "driver.namespaces must be empty"),
     (["--set", "serviceAccount.create=false"], "serviceAccount.name is required"),
+    (["--set", "pipelines.allowedImages={has space/}"], "at '/pipelines/allowedImages/0'"),
+    (["--set", "rbac.aggregatedRoles=yes"], "at '/rbac/aggregatedRoles'"),
 ]
 
 
@@ -348,7 +362,7 @@ def test_install_upgrade_uninstall(cluster_ready: ControlPlane, core: Any, names
     rbac: Any = client.RbacAuthorizationV1Api(cp.api_client())
     custom: Any = client.CustomObjectsApi(cp.api_client())
     deployment = apps.read_namespaced_deployment(fullname, namespace)
-    assert deployment.spec.strategy.type == "Recreate"
+    assert deployment.spec.strategy.type == "RollingUpdate"
     assert core.read_namespaced_service_account("sparkcdc-driver", namespace)
     assert rbac.read_cluster_role(fullname)
     monitor = custom.get_namespaced_custom_object(
@@ -359,7 +373,7 @@ def test_install_upgrade_uninstall(cluster_ready: ControlPlane, core: Any, names
         "monitoring.coreos.com", "v1", namespace, "podmonitors", f"{fullname}-drivers"
     )
     assert drivers["spec"]["namespaceSelector"]["matchNames"] == [namespace]
-    # An upgrade changes the operator's arguments; the Recreate strategy replaces the pod.
+    # An upgrade changes the operator's arguments; the rolling update replaces the pods.
     helm(
         cp,
         "upgrade",
@@ -572,6 +586,7 @@ def test_the_charts_deployment_runs_the_operator(
     values = {
         "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
         "schedulerName": scheduler,  # so the node runner runs the operator pod
+        "replicaCount": 1,  # pods share the host's network here: a second would find its ports taken
         # Pods share the host's network here: free ports.
         "driver": {"namespaces": [namespace], "metricsPort": free_port()},
         "metrics": {"port": free_port()},

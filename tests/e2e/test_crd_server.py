@@ -39,6 +39,9 @@ SERVER_REJECTS = {
     "server_id_unquoted": "spec.source.serverId in body must be of type string",
     "sink_without_type": "spec.sink.type: Required value",
     "snake_case_field": 'unknown field "spec.snapshot.chunk_size"',
+    "spark_conf_credential": 'spec.spark.conf: Invalid value: "object": must not hold credentials',
+    "spark_conf_java_agent": "spark.executor.extraJavaOptions and their defaultJavaOptions may only hold JVM",
+    "spark_conf_kubernetes_key": 'spec.spark.conf: Invalid value: "object": must not set spark.kubernetes.*',
     "specific_offset_without_offset": "mode specific-offset needs file and position, or gtidSet",
     "table_without_database": 'spec.source.tables[1]: Invalid value: "string": must be db.table or a regular '
     "expression matching db.table",
@@ -162,6 +165,8 @@ def test_verified_column_in_wide_output_only(control_plane: ControlPlane, crs: A
         ends = [*starts[1:], None]
         return {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, ends, strict=True)}
 
-    assert "VERIFIED" not in table()
+    plain = table()
+    assert "VERIFIED" not in plain
+    assert (plain["READY"], plain["REASON"]) == ("True", "Streaming")  # Ready's reason, next to it
     wide = table("-o", "wide")
     assert (wide["PHASE"], wide["VERIFIED"]) == ("Streaming", "Differs")

@@ -34,6 +34,12 @@ PRINTER_COLUMNS: list[dict[str, str | int]] = [
         "description": "The Ready condition (kstatus): True while the pipeline runs and keeps up",
         "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
     },
+    {
+        "name": "Reason",
+        "type": "string",
+        "description": "Why Ready is what it is (CamelCase): Streaming, DriverStarting, NoProgress, ...",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
+    },
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
     {"name": "Tables", "type": "integer", "jsonPath": ".status.progress.tables"},
     {

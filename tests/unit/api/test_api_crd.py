@@ -63,6 +63,8 @@ def test_crd_names_and_version() -> None:
     }
     assert columns == {
         "Ready": ("string", '.status.conditions[?(@.type=="Ready")].status', 0),
+        # Why Ready is what it is, right next to it (CamelCase: test_controller_reconcile_property.py).
+        "Reason": ("string", '.status.conditions[?(@.type=="Ready")].reason', 0),
         "Phase": ("string", ".status.phase", 0),
         "Tables": ("integer", ".status.progress.tables", 0),
         "Splits": ("string", ".status.progress.splitsDisplay", 0),
@@ -72,6 +74,7 @@ def test_crd_names_and_version() -> None:
         # The Verified condition's reason, in kubectl get -o wide only (most pipelines never verify).
         "Verified": ("string", '.status.conditions[?(@.type=="Verified")].reason', 1),
     }
+    assert list(columns)[:3] == ["Ready", "Reason", "Phase"]
 
 
 _FILTER = re.compile(r'(\w+)\[\?\(@\.(\w+)=="[^"]*"\)\]')

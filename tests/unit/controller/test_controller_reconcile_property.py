@@ -3,6 +3,7 @@ never rises while a driver pod of the pipeline exists, and at most one live driv
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,8 +15,10 @@ from harness.reconcile_fixtures import NOW, make_spec, merge
 from sparkcdc.api import CdcPipelineStatus
 from sparkcdc.core.reconcile import reconcile
 from sparkcdc.core.reconcile_status import driver_pod_name
-from sparkcdc.core.reconcile_types import CreatePod, DeletePod, DriverPod, Observed, PatchStatus
+from sparkcdc.core.reconcile_types import CreatePod, DeletePod, DriverPod, Event, Observed, PatchStatus
 
+# Kubernetes convention for condition and Event reasons: a non-empty CamelCase word.
+CAMEL_CASE = re.compile(r"[A-Z][a-z0-9]*(?:[A-Z][a-z0-9]*)*")
 STEPS = ("reconcile", "tick", "run", "fail", "succeed", "vanish", "user_delete", "suspend", "nonce", "edit")
 
 
@@ -46,6 +49,8 @@ def reconcile_once(world: World) -> None:
     for action in reconcile(spec, status, seen, world.now):
         if isinstance(action, PatchStatus):
             world.status = merge(world.status, dict(action.fields))
+            for cond in action.fields.get("conditions") or []:  # the CRD's Reason column shows them
+                assert CAMEL_CASE.fullmatch(cond["reason"]), f"{cond['type']} reason {cond['reason']!r}"
             assert world.epoch >= before, "the epoch went down"
             if world.epoch > before:
                 assert not pods_before, f"epoch raised while pods exist: {sorted(pods_before)}"
@@ -56,6 +61,8 @@ def reconcile_once(world: World) -> None:
             world.pods[name] = DriverPod(
                 name, world.now, action.epoch, world.spec_hash, restart_nonce=str(world.nonce)
             )
+        elif isinstance(action, Event):
+            assert CAMEL_CASE.fullmatch(action.reason), f"event reason {action.reason!r}"
         elif isinstance(action, DeletePod) and action.name in world.pods:
             world.pods[action.name] = replace(world.pods[action.name], deleting=True)
     live = [p for p in world.pods.values() if not p.deleting]
