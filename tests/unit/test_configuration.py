@@ -55,6 +55,7 @@ def test_the_secret_pattern_row_covers_secret_env_name() -> None:
 def test_every_flag_variable_reaches_its_setting() -> None:
     env = {
         "SPARKCDC_WATCH_NAMESPACES": "a,,b",
+        "SPARKCDC_ALLOWED_IMAGES": "ghcr.io/sparkcdc/, registry.local/spark",
         "SPARKCDC_SPARK_MASTER": "local[2]",
         "SPARKCDC_DRIVER_SERVICE_ACCOUNT": "drivers",
         "SPARKCDC_SCHEDULER_NAME": "test-scheduler",
@@ -63,11 +64,20 @@ def test_every_flag_variable_reaches_its_setting() -> None:
         "SPARKCDC_LIVENESS_PORT": "8081",
         "SPARKCDC_RESYNC_SECONDS": "5",
         "SPARKCDC_STALL_SECONDS": "60.5",
+        "SPARKCDC_BINLOG_EXPIRY_MARGIN_SECONDS": "3600",
+        "SPARKCDC_BINLOG_EXPIRY_MARGIN_FILES": "2",
+        "SPARKCDC_LEADER_ELECTION": "true",
+        "SPARKCDC_LEADER_ELECTION_NAME": "rel-sparkcdc",
+        "SPARKCDC_LEADER_ELECTION_NAMESPACE": "ops",
+        "SPARKCDC_LEADER_ELECTION_LEASE_DURATION": "30",
+        "SPARKCDC_LEADER_ELECTION_RENEW_DEADLINE": "20",
+        "SPARKCDC_LEADER_ELECTION_RETRY_PERIOD": "4",
         "HOSTNAME": "sparkcdc-operator-7d9f",
     }
     assert set(env) - {"HOSTNAME"} == set(FLAG_VARIABLES.values())
     assert parse_settings([], env) == OperatorSettings(
         namespaces=("a", "b"),
+        allowed_images=("ghcr.io/sparkcdc/", "registry.local/spark"),
         spark_master="local[2]",
         driver_service_account="drivers",
         scheduler_name="test-scheduler",
@@ -76,7 +86,15 @@ def test_every_flag_variable_reaches_its_setting() -> None:
         liveness_port=8081,
         resync_seconds=5.0,
         stall_seconds=60.5,
+        binlog_expiry_margin_seconds=3600.0,
+        binlog_expiry_margin_files=2,
         instance="sparkcdc-operator-7d9f",
+        leader_election=True,
+        leader_election_name="rel-sparkcdc",
+        leader_election_namespace="ops",
+        lease_duration=30.0,
+        renew_deadline=20.0,
+        retry_period=4.0,
     )
 
 
@@ -92,7 +110,7 @@ def test_without_variables_the_defaults_are_the_settings_defaults() -> None:
     assert parse_settings([], {}) == OperatorSettings()
     parser = build_parser({})
     for dest in FLAG_VARIABLES:
-        expected = [] if dest == "namespace" else getattr(OperatorSettings, dest)
+        expected = [] if dest in ("namespace", "allowed_image") else getattr(OperatorSettings, dest)
         assert parser.get_default(dest) == expected, dest
 
 

@@ -61,6 +61,24 @@ class FailedTable(StatusModel):
     error: str = Field(default="", description="Why it stopped (statement, column) and how to resnapshot it.")
 
 
+class BinlogRetention(StatusModel):
+    """What the driver last saw of the source's binlog retention for the file the pipeline needs;
+    the operator's ``BinlogExpiry`` condition judges it, also while no driver runs."""
+
+    needed_file: str = Field(description="The binlog file the checkpoint resumes from.")
+    current_file: str = Field(description="The file the source wrote when observed.")
+    files_before: int = Field(default=0, description="Retained binlog files older than neededFile.")
+    expire_seconds: float | None = Field(
+        default=None,
+        description="The source's age-based retention in seconds (binlog_expire_logs_seconds); unset: none.",
+    )
+    purge_not_before: str | None = Field(
+        default=None,
+        description="Earliest time (RFC 3339) an age-based purge may remove neededFile (a lower bound).",
+    )
+    observed_at: str | None = Field(default=None, description="When the driver looked (RFC 3339).")
+
+
 class Progress(StatusModel):
     """Progress reported by the driver with each checkpoint."""
 
@@ -86,6 +104,9 @@ class Progress(StatusModel):
         description="The source server read from: flavor, address, server_id and server_uuid or GTID domain.",
     )
     tables: int = Field(default=0, description="Tables captured.")
+    binlog_retention: BinlogRetention | None = Field(
+        default=None, description="The source's retention of the binlog this pipeline needs."
+    )
     warnings: list[str] = Field(default_factory=list, description="Conditions worth a look, newest last.")
     failed_tables: list[FailedTable] = Field(
         default_factory=list,

@@ -36,7 +36,8 @@ from sparkcdc.controller.server_ids import ServerIdIndex
 from sparkcdc.controller.settings import OperatorSettings
 from sparkcdc.controller.spark_pods import runs_executors, spark_auth_secret
 from sparkcdc.core.reconcile import driver_refused, reconcile
-from sparkcdc.core.reconcile_status import driver_service_name
+from sparkcdc.core.reconcile_image import image_refusal, refuse_image
+from sparkcdc.core.reconcile_status import driver_service_name, retention_verdict
 from sparkcdc.core.reconcile_types import (
     Action,
     CreatePod,
@@ -74,7 +75,11 @@ class Reconciler:
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.kube, self.settings, self.metrics, self._clock = kube, settings, metrics, clock
-        self.decisions = Settings(stall_seconds=settings.stall_seconds)
+        self.decisions = Settings(
+            stall_seconds=settings.stall_seconds,
+            binlog_expiry_margin_seconds=settings.binlog_expiry_margin_seconds,
+            binlog_expiry_margin_files=settings.binlog_expiry_margin_files,
+        )
         self._progress = ProgressClock()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -132,7 +137,10 @@ class Reconciler:
         self.server_ids.observe(obj)
         spec, status = pipeline.spec, pipeline.status
         observed = self._observe(obj, pipeline, now)
-        if spec.source.server_id is None and not (status and status.server_id_range):
+        refused = image_refusal(spec.spark.image, self.settings.allowed_images)
+        if refused is not None and not observed.deleting and not spec.suspend:
+            actions = refuse_image(spec, status, observed, now, refused, self.decisions)
+        elif spec.source.server_id is None and not (status and status.server_id_range):
             # Choose and reserve a range under the lock (no API calls in it).
             with self._assign_lock:
                 uid = obj["metadata"].get("uid", "")
@@ -192,7 +200,9 @@ class Reconciler:
                 self._event(obj, action, now)
             elif isinstance(action, Requeue):
                 requeue = min(requeue, action.seconds)
-        self.metrics.set_phase(md.get("uid", ""), (obj.get("status") or {}).get("phase"))
+        self.metrics.observe_pipeline(md.get("uid", ""), namespace, name, obj.get("status"))
+        retention = retention_verdict(CdcPipeline.from_k8s(obj).status, now, self.decisions)
+        self.metrics.set_binlog_expiry(namespace, name, retention.seconds_left)
         return requeue
 
     def _create_driver(self, pipeline: CdcPipeline, epoch: int) -> Refusal | None:
@@ -277,4 +287,6 @@ class Reconciler:
         md = obj["metadata"]
         patch = {"phase": "Failed", "observedGeneration": generation, "conditions": [condition]}
         self.kube.patch_pipeline_status(md["namespace"], md["name"], patch, None)
-        self._event(obj, Event("Warning", "InvalidSpec", message), now)
+        # The Event says no more than that: readers of Events need not be readers of the spec.
+        said = f"the spec is invalid: {err.error_count()} problem(s); the Stalled condition names them"
+        self._event(obj, Event("Warning", "InvalidSpec", said), now)

@@ -2,6 +2,8 @@
 
 Conditions follow kstatus: ``Ready``, ``Reconciling`` and ``Stalled`` always present with the
 generation they reflect; ``lastTransitionTime`` changes only when a condition's status does.
+``BinlogExpiry`` (core/binlog_retention.py) is judged from the driver's last report even while no
+driver runs: a suspended or crash-looping pipeline is the one whose binlog runs out.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from sparkcdc.core.binlog_retention import RetentionVerdict, judge, report_of
 from sparkcdc.core.reconcile_types import (
     Action,
     ConditionView,
@@ -28,7 +31,7 @@ from sparkcdc.core.reconcile_types import (
     format_time,
 )
 
-CONDITION_TYPES = ("Ready", "Reconciling", "Stalled", "CrashLooping")
+CONDITION_TYPES = ("Ready", "Reconciling", "Stalled", "CrashLooping", "BinlogExpiry")
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 _DRIVER_FIELDS = {
     "pod": "pod",
@@ -110,7 +113,8 @@ def assemble(
     """Status patch first (it raises the epoch before a CreatePod), then ``actions`` with the
     Service after the pod actions (a new driver starts one call sooner; its executors, the
     Service's users, come seconds later), then the events."""
-    patch = _status_patch(spec, status, observed, now, settings, verdict)
+    retention = retention_verdict(status, now, settings)
+    patch = _status_patch(spec, status, observed, now, settings, verdict, retention)
     out: list[Action] = []
     if patch:
         out.append(PatchStatus(patch))
@@ -118,9 +122,19 @@ def assemble(
     if not observed.service_exists and not spec.suspend:
         out.append(CreateService())
     out.extend(a for a in actions if isinstance(a, Event))
+    previous = next((c for c in status.conditions if c.type == "BinlogExpiry"), None) if status else None
+    if retention.condition[0] == "True" and (previous is None or previous.status != "True"):
+        out.append(Event("Warning", "BinlogExpiry", retention.condition[2]))
     if requeue is not None:
         out.append(Requeue(max(requeue, 1.0)))
     return out
+
+
+def retention_verdict(status: StatusView | None, now: datetime, settings: Settings) -> RetentionVerdict:
+    """The ``BinlogExpiry`` condition from the driver's last retention report, however old."""
+    progress = status.progress if status else None
+    report = report_of(progress.binlog_retention if progress else None)
+    return judge(report, now, settings.binlog_expiry_margin_seconds, settings.binlog_expiry_margin_files)
 
 
 def _status_patch(
@@ -130,6 +144,7 @@ def _status_patch(
     now: datetime,
     settings: Settings,
     verdict: Verdict,
+    retention: RetentionVerdict,
 ) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     if (status.phase if status else None) != verdict.phase:
@@ -141,7 +156,7 @@ def _status_patch(
         patch["driver"] = driver
     restarts = verdict.driver.get("restarts", status.driver.restarts if status and status.driver else 0)
     existing = list(status.conditions) if status else []
-    conditions = _conditions(existing, verdict, int(restarts), settings, observed.generation, now)
+    conditions = _conditions(existing, verdict, int(restarts), settings, observed.generation, now, retention)
     if conditions != [_condition_dict(c) for c in existing]:
         patch["conditions"] = conditions
     ids = _server_id_range(spec, status, observed, settings)
@@ -168,6 +183,7 @@ QUIET_REASONS = {
     "Reconciling": "Reconciled",
     "Stalled": "Progressing",
     "CrashLooping": "NoRepeatedFailures",
+    "BinlogExpiry": "NotReported",
 }
 
 
@@ -178,6 +194,7 @@ def _conditions(
     settings: Settings,
     generation: int,
     now: datetime,
+    retention: RetentionVerdict,
 ) -> list[dict[str, Any]]:
     by_type = {c.type: c for c in existing}
     stalled = verdict.stalled
@@ -192,6 +209,7 @@ def _conditions(
     )
     wanted = {"Ready": verdict.ready, "Reconciling": verdict.reconciling, "Stalled": stalled}
     wanted["CrashLooping"] = crash
+    wanted["BinlogExpiry"] = retention.condition
     out = []
     for type_ in CONDITION_TYPES:
         state, reason, message = wanted[type_]

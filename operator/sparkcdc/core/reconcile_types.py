@@ -102,6 +102,21 @@ class DriverView(Protocol):
     def create_failure(self) -> CreateFailureView | None: ...
 
 
+class RetentionView(Protocol):
+    """``status.progress.binlogRetention`` (api/status.py), judged by core/binlog_retention.py."""
+
+    @property
+    def needed_file(self) -> str: ...
+    @property
+    def current_file(self) -> str: ...
+    @property
+    def files_before(self) -> int: ...
+    @property
+    def expire_seconds(self) -> float | None: ...
+    @property
+    def purge_not_before(self) -> str | None: ...
+
+
 class ProgressView(Protocol):
     @property
     def splits_total(self) -> int: ...
@@ -113,6 +128,8 @@ class ProgressView(Protocol):
     def lag_seconds(self) -> float | None: ...
     @property
     def last_commit_at(self) -> str | None: ...
+    @property
+    def binlog_retention(self) -> RetentionView | None: ...
 
 
 class StatusView(Protocol):
@@ -178,6 +195,10 @@ class Settings:
     crash_looping_after: int = 2  # consecutive failures that make the CrashLooping condition
     server_id_block: int = 64  # size of an assigned server-id range
     server_id_base: int = 1_000_000  # where assigned ranges start (away from hand-picked replica ids)
+    # BinlogExpiry warns this long before the needed binlog file may be purged by age ...
+    binlog_expiry_margin_seconds: float = 6 * 3600.0
+    # ... or while it is among this many oldest files the source keeps (0: never on that count)
+    binlog_expiry_margin_files: int = 1
 
 
 # -- actions ---------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from sparkcdc.driver.reporting import (
     DriverMetrics,
     DriverProgress,
 )
+from sparkcdc.driver.retention import start_retention_watch
 from sparkcdc.driver.support import (
     apply_resnapshot,
     env_secrets,
@@ -53,6 +54,7 @@ from sparkcdc.kube.status_store import StatusCheckpointStore
 from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import start_fenced, writes_in_driver
 from sparkcdc.sinks.jdbc.fence import fenced_message
+from sparkcdc.spark.credentials import sink_credentials
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.session import create_session, delta_conf, merge_conf
 
@@ -115,8 +117,9 @@ def _run() -> None:
     try:
         options = EngineOptions.from_environment(env)
         runtime = build_runtime(pipeline, env_secrets(env), options)
+        credentials = sink_credentials(pipeline.spec.sink, env_secrets(env))
         apply_resnapshot(store, pipeline)
-        progress = resumed_progress(store, metrics)
+        progress = resumed_progress(store, metrics, pipeline.spec.binlog.heartbeat_interval_seconds)
         fence = Fence(pipeline_key(namespace, name), str(obj["metadata"].get("uid") or ""), epoch)
         runtime = replace(runtime, sink=start_fenced(runtime.sink, fence))  # claims the sink's fence
         conf = spark_conf(runtime, master, env)
@@ -124,18 +127,21 @@ def _run() -> None:
         # snapshot is read by the driver alone (engine/wave_runner.py); on Kubernetes a started
         # session holds its executor pods for the pipeline's life. A sink that writes with Spark
         # from the driver (Delta) needs it at once.
-        spark = LazySession(lambda: create_session(f"sparkcdc-{namespace}-{name}", master, options, conf))
+        app = f"sparkcdc-{namespace}-{name}"
+        spark = LazySession(lambda: create_session(app, master, options, conf, credentials))
         if writes_in_driver(runtime.sink):
             spark.get()
         # The engine's listener tells the verifier what the store holds (what the sink committed).
         verifier = DriverVerifier(kube, store, progress, runtime, spark, obj)
         verifier.start()
+        retention = start_retention_watch(runtime.source, progress, store.last_status())
         try:
             # Waves the driver reads itself run on its own cores (a local master is this pod).
             threads = None if master.startswith("local") else pipeline.spec.spark.driver.cores
             run_pipeline(SplitEnumerator(runtime, store, spark, progress, driver_threads=threads))
             verifier.finish()  # only a snapshot-only pipeline gets here
         finally:
+            retention.stop()
             verifier.stop()
             spark.stop()
     finally:
@@ -149,7 +155,8 @@ def write_executor_template(pipeline: CdcPipeline, master: str) -> None:
 
 
 def spark_conf(runtime: PipelineRuntime, master: str, env: Mapping[str, str]) -> dict[str, str]:
-    """The driver's Spark settings, with Delta's for a sink that writes from the driver."""
+    """The driver's Spark settings, with Delta's for a sink that writes from the driver. Never a
+    credential: these become the JVM's command line (spark/credentials.py)."""
     conf = driver_spark_conf(runtime.pipeline, master, env)
     if writes_in_driver(runtime.sink):
         partitions = runtime.pipeline.spec.snapshot.parallelism
@@ -167,7 +174,9 @@ def metrics_port(env: Mapping[str, str]) -> int:
         return 0
 
 
-def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> DriverProgress:
+def resumed_progress(
+    store: StatusCheckpointStore, metrics: DriverMetrics, heartbeat_seconds: float = 30.0
+) -> DriverProgress:
     """The progress listener, its counters continued from the checkpoint and the last progress."""
     checkpoint = store.load()
     previous = store.last_status().get("progress") or {}
@@ -176,6 +185,7 @@ def resumed_progress(store: StatusCheckpointStore, metrics: DriverMetrics) -> Dr
         metrics,
         checkpoint=checkpoint,
         events_applied=int(previous.get("eventsApplied") or 0),
+        heartbeat_seconds=heartbeat_seconds,
     )
 
 

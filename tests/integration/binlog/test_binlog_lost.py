@@ -12,12 +12,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from binlog_support import Case, new_case
 
+from harness.mariadb import source_config
 from harness.waiting import wait_until
+from sparkcdc.api.status import BinlogRetention
+from sparkcdc.core.binlog_retention import judge, report_of
+from sparkcdc.core.checkpoint import Checkpoint
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.driver.retention import RetentionTracker, RetentionWatch, look_at_source
 from sparkcdc.testing.mariadb import MariaDBServer
 
 
@@ -98,3 +105,35 @@ def test_binlog_lost(lost_case: Case) -> None:
     assert kept and kept <= t2_marks  # t2's snapshot kept (collapsed to its top watermark), not redone
     case.assert_replica("lost", "t1")
     case.assert_replica("lost", "t2")
+
+
+def test_the_retention_report_warns_before_the_needed_file_is_purged(lost_case: Case) -> None:
+    """The driver's look at the source (driver/retention.py) and the operator's verdict on it
+    (core/binlog_retention.py): first by age, then as the oldest file once the source rotated."""
+    case = lost_case
+    case.execute("SET GLOBAL binlog_expire_logs_seconds = 7200")
+    case.execute("FLUSH BINARY LOGS")
+    source = source_config(case.server)
+    first = look_at_source(source)
+    assert first.expire_seconds == 7200 and first.current_file == first.files[-1]
+
+    needed = Checkpoint(binlog_offset=BinlogOffset(first.current_file, 4))
+    published: list[BinlogRetention] = []
+    watch = RetentionWatch(
+        lambda: look_at_source(source), lambda: needed, published.append, RetentionTracker()
+    )
+    report = watch.check()
+    assert report is not None and published == [report]
+    assert report.needed_file == first.current_file and report.files_before == len(first.files) - 1
+    now = datetime.now(timezone.utc)
+    by_age = judge(report_of(report), now, margin_seconds=3 * 3600, margin_files=0)
+    assert by_age.condition[:2] == ("True", "ExpiresSoon")  # two hours left, a three-hour margin
+    assert by_age.seconds_left is not None and 7000 < by_age.seconds_left <= 7200
+
+    case.execute(f"PURGE BINARY LOGS TO '{first.current_file}'")  # the needed file is now the oldest
+    case.execute("FLUSH BINARY LOGS")  # ... and no longer written
+    rotated = watch.check()
+    assert rotated is not None and rotated.files_before == 0 and rotated.current_file != first.current_file
+    assert rotated.purge_not_before == report.purge_not_before  # the bound never moves back
+    oldest = judge(report_of(rotated), now, margin_seconds=60, margin_files=1)
+    assert oldest.condition[:2] == ("True", "OldestRetainedFile")
