@@ -53,6 +53,7 @@ PYSPARK_PYTHON_ENV = "PYSPARK_PYTHON"
 JAVA_HOME_ENV = "JAVA_HOME"
 SPARK_HOME_ENV = "SPARK_HOME"
 SUBMIT_ARGS_ENV = "PYSPARK_SUBMIT_ARGS"
+JVM_LOG_ENV = "SPARKCDC_JVM_LOG"  # after Spark's: it is sparkcdc's own
 
 InDriver = Literal["auto", "never", "always"]
 ChunkReader = Literal["auto", "pymysql"]
@@ -148,6 +149,17 @@ class EngineOptions:
         },
     )
 
+    jvm_log: Path | None = field(
+        default=None,
+        metadata={
+            "env": JVM_LOG_ENV,
+            "shown": "the process's own output",
+            "doc": "Where a Spark JVM this process starts writes its output (its log, Java warnings, "
+            "local workers' errors); `sparkcdc run` and `verify` default to `<state dir>/spark-jvm.log`, "
+            "so the terminal shows only sparkcdc's lines.",
+        },
+    )
+
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> EngineOptions:
         """The options the variables in ``env`` (default: this process's) ask for."""
@@ -177,7 +189,7 @@ def _parse(name: str, variable: str, text: str) -> object:
         if text.lower() not in allowed:
             raise OptionsError(f"${variable}={text!r}: use one of {', '.join(allowed)}")
         return text.lower()
-    if name in ("java_home", "spark_home"):
+    if name in ("java_home", "spark_home", "jvm_log"):
         return Path(text)
     if name == "spark_worth_seconds":
         try:

@@ -6,10 +6,14 @@ import logging
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.api.manifest import Manifest
+from pydantic import SecretStr
+
+from sparkcdc.api.base import SecretKeyRef
+from sparkcdc.api.manifest import LoadedPipeline, Manifest
 from sparkcdc.core.fence import pipeline_key
 from sparkcdc.driver.progress import RichProgress
 from sparkcdc.engine.enumerator import SplitEnumerator
@@ -18,11 +22,14 @@ from sparkcdc.engine.table_failures import failed_tables
 from sparkcdc.exit_codes import EXIT_OK, EXIT_TABLES_FAILED
 from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import writes_in_driver
+from sparkcdc.spark.credentials import HadoopCredentials, merged_credentials, sink_credentials
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.session import create_context, create_session, delta_conf, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 
 log = logging.getLogger(__name__)
+
+JVM_LOG_NAME = "spark-jvm.log"  # below the state directory
 
 
 def runtimes_of(manifest: Manifest, options: EngineOptions | None = None) -> list[PipelineRuntime]:
@@ -38,6 +45,27 @@ def runtimes_of(manifest: Manifest, options: EngineOptions | None = None) -> lis
 
         out.append(build_runtime(loaded.pipeline, resolve, options))
     return out
+
+
+def manifest_credentials(manifest: Manifest) -> HadoopCredentials:
+    """The object-store credentials of the manifest's pipelines, from its Secret documents."""
+
+    def of(loaded: LoadedPipeline) -> HadoopCredentials:
+        namespace = loaded.pipeline.metadata.namespace
+
+        def resolve(ref: SecretKeyRef, path: str) -> SecretStr:
+            return manifest.resolve_secret(ref, path, namespace=namespace)
+
+        return sink_credentials(loaded.pipeline.spec.sink, resolve)
+
+    return merged_credentials((loaded.name, of(loaded)) for loaded in manifest.pipelines)
+
+
+def with_jvm_log(options: EngineOptions, state_dir: Path) -> EngineOptions:
+    """``options`` with the local JVM's output in ``<state dir>/spark-jvm.log`` unless chosen."""
+    if options.jvm_log is not None:
+        return options
+    return replace(options, jvm_log=state_dir / JVM_LOG_NAME)
 
 
 def sink_spark_conf(
@@ -58,17 +86,18 @@ def run_local(
 ) -> int:
     """Run every pipeline of ``manifest`` side by side; returns the process exit code.
     ``options``: the engine's switches (default: from the environment)."""
-    engine = EngineOptions.from_environment() if options is None else options
+    engine = with_jvm_log(EngineOptions.from_environment() if options is None else options, state_dir)
     runtimes = runtimes_of(manifest, engine)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
     conf = sink_spark_conf(runtimes, parallelism, engine)
+    credentials = manifest_credentials(manifest)
     master = local_master(parallelism)
     spark: Any
     if conf:  # sinks that write from the driver find the session themselves: start it now
-        spark = LazySession(lambda: create_session("sparkcdc-local", master, engine, conf))
+        spark = LazySession(lambda: create_session("sparkcdc-local", master, engine, conf, credentials))
         spark.get()
     else:  # only RDD jobs: the context alone, started when a snapshot needs it (enumerator.py)
-        spark = LazySession(lambda: create_context("sparkcdc-local", master, engine))
+        spark = LazySession(lambda: create_context("sparkcdc-local", master, engine, None, credentials))
     stop = threading.Event()
     errors: list[BaseException] = []
     failed: list[str] = []  # "pipeline: message" of every failed table

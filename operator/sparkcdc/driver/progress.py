@@ -1,11 +1,13 @@
-"""Progress of ``sparkcdc run`` on stderr: one bar per table, then a line per binlog batch.
+"""Progress of ``sparkcdc run`` on stderr: one bar per table, then the stream's state.
 
-On a terminal the snapshot shows live bars (a table's bar goes once its snapshot is done, so the
-stream's lines do not redraw finished bars). Without one (CI, ``nohup``, ``| tee``) there are no
-bars: each table's snapshot says how far it is at most every ``PLAIN_EVERY`` seconds, so a log
-never goes silent for minutes. Batch lines carry what an on-call reader asks first: how many
-changes, up to where, how fast, and the lag behind the source. Lines are wide enough for a log
-file (no 80-column wrap) and carry no source location.
+On a terminal the snapshot shows live bars (a table's bar goes once its snapshot is done), and
+the stream one live status line per pipeline: lag in seconds and binlog bytes, events/s, the last
+commit, which reader decodes the binlog. Without one (CI, ``nohup``, ``| tee``) there are no bars
+and no live lines: each table's snapshot and each pipeline's stream say how far they are at most
+every ``PLAIN_EVERY`` seconds, so a log never goes silent for minutes nor floods with a line per
+batch. Stream lines carry what an on-call reader asks first: how many changes, up to where, how
+fast, and the lag behind the source. Lines are wide enough for a log file (no 80-column wrap) and
+carry no source location.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
+from rich.text import Text
 
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.listener import BatchCommit, PipelineListener
@@ -38,7 +43,8 @@ from sparkcdc.spark.snapshot import SplitSummary
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-PLAIN_EVERY = 10.0  # seconds between a table's snapshot lines without a terminal
+PLAIN_EVERY = 10.0  # seconds between a table's (or a stream's) lines without a terminal
+RATE_EVERY = 1.0  # seconds over which the live line's events/s is measured
 LOG_WIDTH = 200  # columns of a log that is not a terminal
 
 
@@ -84,6 +90,23 @@ class LiveDisplay:
         self.progress.stop()
 
 
+class _StreamOrBars(ProgressColumn):
+    """A snapshot task's bar columns, or a stream task's one status line (field ``stream``): one
+    live display holds both, as rich allows one live display per console."""
+
+    def __init__(self, *columns: ProgressColumn) -> None:
+        super().__init__()
+        self._columns = columns
+
+    def render(self, task: Task) -> RenderableType:
+        line = task.fields.get("stream")
+        if line is not None:
+            return Text(str(line))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_row(*(column(task) for column in self._columns))
+        return grid
+
+
 class RichProgress(LiveDisplay):
     """One live display shared by every pipeline of the run."""
 
@@ -91,12 +114,14 @@ class RichProgress(LiveDisplay):
         self.clock = clock
         super().__init__(
             console or stderr_console(),
-            TextColumn("[bold]{task.description:<20}"),
-            BarColumn(bar_width=16),
-            MofNCompleteColumn(),
-            TextColumn("splits {task.fields[rows]:>10,} rows {task.fields[rate]:>8,.0f}/s"),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            _StreamOrBars(
+                TextColumn("[bold]{task.description:<20}"),
+                BarColumn(bar_width=16),
+                MofNCompleteColumn(),
+                TextColumn("splits {task.fields[rows]:>10,} rows {task.fields[rate]:>8,.0f}/s"),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+            ),
         )
 
     def listener(self, pipeline: str) -> PipelineListener:
@@ -113,8 +138,8 @@ class _PipelineProgress(PipelineListener):
         self._table_rows: dict[TableId, tuple[int, int, int]] = {}  # done, total, rows
         self._started: dict[TableId, float] = {}
         self._said: dict[TableId, float] = {}  # when a plain line last said it
-        self._events = 0
-        self._last_commit: float | None = None
+        self._stream = _StreamState()
+        self._stream_task: TaskID | None = None  # the live status line, on a terminal
 
     def message(self, text: str) -> None:
         self._display.log(self._pipeline, text)
@@ -158,15 +183,85 @@ class _PipelineProgress(PipelineListener):
 
     def batch_committed(self, commit: BatchCommit) -> None:
         now = self._display.clock()
-        since, self._last_commit = self._last_commit, now
+        stream = self._stream
+        stream.committed(commit, now)
+        if self._display.console.is_terminal:
+            with self._display.lock:
+                line = f"{self._pipeline} {stream.status()}"
+                if self._stream_task is None:
+                    self._stream_task = self._display.progress.add_task(
+                        self._pipeline, total=None, stream=line
+                    )
+                else:
+                    self._display.progress.update(self._stream_task, stream=line)
+        elif stream.unsaid and (stream.said is None or now - stream.said >= PLAIN_EVERY):
+            self.message(stream.line(now))
+
+    def binlog_reader(self, reader: str) -> None:
+        self._stream.reader = reader
+
+    def backlog_measured(self, bytes_behind: int) -> None:
+        self._stream.bytes_behind = bytes_behind
+
+
+class _StreamState:
+    """What a pipeline's stream line says: events, their rate, the lag, where it is, who reads."""
+
+    def __init__(self) -> None:
+        self.events = 0  # in all
+        self.unsaid = 0  # since the last plain line
+        self.said: float | None = None  # when the last plain line was written
+        self.offset = ""
+        self.lag: float | None = None
+        self.bytes_behind: int | None = None
+        self.reader = ""
+        self.last_commit: datetime | None = None
+        self.rate = 0.0
+        self._window: tuple[float, int] | None = None  # (since, events) of the rate being measured
+
+    def committed(self, commit: BatchCommit, now: float) -> None:
+        self.last_commit = datetime.now()
+        if commit.newest_ms:
+            self.lag = max(0.0, time.time() - commit.newest_ms / 1000)
+        elif self.lag is not None:
+            self.lag = 0.0  # a heartbeat: nothing waits
+        if self._window is None:
+            self._window = (now, 0)
+        since, counted = self._window
+        counted += commit.events
+        if now - since >= RATE_EVERY:
+            self.rate, self._window = counted / (now - since), (now, 0)
+        else:
+            self._window = (since, counted)
         if not commit.events:
             return
-        self._events += commit.events
-        rate = f", {commit.events / (now - since):,.0f}/s" if since is not None and now > since else ""
-        lag = ""
-        if commit.newest_ms:
-            lag = f", lag {max(0.0, time.time() - commit.newest_ms / 1000):.1f}s"
-        self.message(
-            f"binlog: {commit.events} changes committed up to {commit.offset} "
-            f"({self._events} in all{rate}{lag})"
+        self.events += commit.events
+        self.unsaid += commit.events
+        self.offset = str(commit.offset)
+
+    def _details(self) -> list[str]:
+        details = [f"{self.rate:,.0f}/s"]
+        if self.lag is not None:
+            details.append(f"lag {self.lag:.1f}s")
+        if self.bytes_behind is not None:
+            details.append(f"{self.bytes_behind / 2**20:,.1f} MiB behind")
+        if self.reader:
+            details.append(f"reader {self.reader}")
+        return details
+
+    def status(self) -> str:
+        """The live line on a terminal."""
+        commit = self.last_commit.strftime("%H:%M:%S") if self.last_commit else "-"
+        return (
+            f"streaming  {', '.join(self._details())}, last commit {commit}, "
+            f"{self.events:,} changes in all, at {self.offset or '-'}"
         )
+
+    def line(self, now: float) -> str:
+        """A plain line for a log: the changes since the previous one."""
+        text = (
+            f"binlog: {self.unsaid} changes committed up to {self.offset} "
+            f"({self.events} in all, {', '.join(self._details())})"
+        )
+        self.unsaid, self.said = 0, now
+        return text

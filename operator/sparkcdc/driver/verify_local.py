@@ -1,7 +1,9 @@
 """``sparkcdc verify``: verify the replicas of manifest pipelines from this machine.
 
-Spark runs locally; a pipeline's progress (how far it has applied the binlog, its server ids)
-comes from its checkpoint in ``--state-dir``, the directory ``sparkcdc run`` writes.
+Chunk checksums run on threads of this process (verify/tasks.py), so verifying a JDBC replica
+starts no JVM; Spark runs locally only where it must (a Delta sink, a repair). A pipeline's
+progress (how far it has applied the binlog, its server ids) comes from its checkpoint in
+``--state-dir``, the directory ``sparkcdc run`` writes.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from sparkcdc.api.manifest import Manifest
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.driver.local import runtimes_of, sink_spark_conf
+from sparkcdc.driver.local import manifest_credentials, runtimes_of, sink_spark_conf, with_jvm_log
 from sparkcdc.driver.progress import LiveDisplay, stderr_console
 from sparkcdc.exit_codes import EXIT_DIFFERS, EXIT_OK, EXIT_USER_ERROR
 from sparkcdc.options import EngineOptions
+from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
 from sparkcdc.verify.recheck import AppliedOffset
@@ -108,7 +111,7 @@ def verify_local(
 ) -> tuple[int, list[PipelineReport]]:
     """Verify every pipeline of ``manifest``; the exit code is 0 only when every chunk matches."""
     console = console or stderr_console()
-    engine = EngineOptions.from_environment()
+    engine = with_jvm_log(EngineOptions.from_environment(), state_dir)
     runtimes = runtimes_of(manifest, engine)
     if not runtimes:
         console.print("sparkcdc: no CdcPipeline in the given files")
@@ -117,7 +120,11 @@ def verify_local(
     if spark is None:
         parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
         conf = sink_spark_conf(runtimes, parallelism, engine)
-        spark = create_session("sparkcdc-verify", local_master(parallelism), engine, conf)
+        master = local_master(parallelism)
+        credentials = manifest_credentials(manifest)
+        # Started only if something needs it (a Delta sink, a repair): JDBC chunk checksums are
+        # queries the databases answer, which threads of this process wait for as well as Spark.
+        spark = LazySession(lambda: create_session("sparkcdc-verify", master, engine, conf, credentials))
     reports: list[PipelineReport] = []
     try:
         with VerifyProgress(console) as display:

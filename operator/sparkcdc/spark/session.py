@@ -20,6 +20,7 @@ from typing import Any
 
 from sparkcdc.compat import pyspark_daemon
 from sparkcdc.options import EngineOptions
+from sparkcdc.spark.credentials import HadoopCredentials
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +48,54 @@ def _base_conf() -> dict[str, str]:
 
 
 def create_session(
-    app_name: str, master: str, options: EngineOptions, conf: Mapping[str, str] | None = None
+    app_name: str,
+    master: str,
+    options: EngineOptions,
+    conf: Mapping[str, str] | None = None,
+    credentials: HadoopCredentials | None = None,
 ) -> Any:
-    """A SparkSession whose Python workers run ``options.python``, with quiet logging."""
+    """A SparkSession whose Python workers run ``options.python``, with quiet logging; the sink's
+    object-store ``credentials`` go into its Hadoop configuration, never into ``conf``
+    (spark/credentials.py)."""
     options.export_spark_python()
     from pyspark.sql import SparkSession
 
+    settings = {**_base_conf(), **(conf or {})}
+    if options.jvm_log is not None:  # the JVM starts with the context, its output goes to the file
+        _start_context(_spark_conf(app_name, master, settings), options)
     builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in {**_base_conf(), **(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if credentials is not None:
+        credentials.apply(session.sparkContext)
     return session
+
+
+def _spark_conf(app_name: str, master: str, settings: Mapping[str, str]) -> Any:
+    from pyspark import SparkConf
+
+    spark_conf = SparkConf().setAppName(app_name).setMaster(master)
+    for key, value in settings.items():
+        spark_conf.set(key, value)
+    return spark_conf
+
+
+def _start_context(spark_conf: Any, options: EngineOptions) -> Any:
+    """The active SparkContext, or a new one; a new JVM writes its output to ``options.jvm_log``
+    (``launch_gateway``'s documented ``popen_kwargs``) instead of this process's terminal, where
+    its warnings would land between the progress lines."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if options.jvm_log is None or SparkContext._gateway is not None:  # the JVM runs already
+        return SparkContext.getOrCreate(spark_conf)
+    options.jvm_log.parent.mkdir(parents=True, exist_ok=True)
+    with options.jvm_log.open("ab") as out:  # the child keeps its own copy of the descriptor
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    log.info("Spark's JVM writes its output to %s", options.jvm_log)
+    return SparkContext(conf=spark_conf, gateway=gateway)
 
 
 class ContextSession:
@@ -77,22 +114,23 @@ class ContextSession:
 
 
 def create_context(
-    app_name: str, master: str, options: EngineOptions, conf: Mapping[str, str] | None = None
+    app_name: str,
+    master: str,
+    options: EngineOptions,
+    conf: Mapping[str, str] | None = None,
+    credentials: HadoopCredentials | None = None,
 ) -> ContextSession:
     """Like ``create_session``, without the SQL session (see ``ContextSession``); a local master
     gets a JVM tuned for starting quickly (``local_jvm_options``)."""
     options.export_spark_python()
-    from pyspark import SparkConf, SparkContext
-
     settings = {**_base_conf(), **(conf or {})}
     java, archive = local_jvm_options(settings, options) if master.startswith("local") else (None, None)
     if java is not None:
         settings["spark.driver.extraJavaOptions"] = java
-    spark_conf = SparkConf().setAppName(app_name).setMaster(master)
-    for key, value in settings.items():
-        spark_conf.set(key, value)
-    context = SparkContext.getOrCreate(spark_conf)
+    context = _start_context(_spark_conf(app_name, master, settings), options)
     context.setLogLevel("ERROR")
+    if credentials is not None:
+        credentials.apply(context)
     return ContextSession(context, archive)
 
 

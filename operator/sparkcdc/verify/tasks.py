@@ -1,4 +1,5 @@
-"""The first pass on Spark: chunk checksums on source and sink, computed in parallel tasks.
+"""The first pass: chunk checksums on source and sink, computed in parallel tasks (on Spark, or
+on threads of the driver while no Spark session runs).
 
 Like a snapshot wave (``spark.snapshot.run_wave``) the work is an RDD job whose closure carries
 the connection settings, so passwords never appear in plan options or logs. Each task opens one
@@ -21,9 +22,10 @@ from sparkcdc.mysql.connection import SourceConfig, connect, source_error
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkConfig, writes_in_driver
+from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.verify.checksum import ChunkChecksum, open_sink_checker, source_checksum
 
-__all__ = ["ChunkCheck", "VerifyContext", "check_chunks", "group_chunks", "run_checks"]
+__all__ = ["ChunkCheck", "VerifyContext", "check_chunks", "check_on_threads", "group_chunks", "run_checks"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,13 @@ def check_chunks(context: VerifyContext, splits: Sequence[SnapshotSplit]) -> Ite
         conn.close()
 
 
+def check_on_threads(context: VerifyContext, groups: Sequence[Sequence[SnapshotSplit]]) -> list[ChunkCheck]:
+    """The tasks of :func:`run_checks` on one thread each (a task's connections are its own)."""
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="sparkcdc-verify") as pool:
+        done = pool.map(lambda group: list(check_chunks(context, group)), groups)
+        return [check for checks in done for check in checks]
+
+
 def group_chunks(splits: Sequence[SnapshotSplit], groups: int) -> list[list[SnapshotSplit]]:
     """Deal ``splits`` round-robin into at most ``groups`` non-empty task lists."""
     count = max(1, min(groups, len(splits)))
@@ -86,7 +95,9 @@ def group_chunks(splits: Sequence[SnapshotSplit], groups: int) -> list[list[Snap
 def run_checks(
     spark: Any, context: VerifyContext, splits: Sequence[SnapshotSplit], tasks: int
 ) -> list[ChunkCheck]:
-    """Checksum ``splits`` as one Spark job of at most ``tasks`` tasks; results in any order."""
+    """Checksum ``splits`` in at most ``tasks`` tasks, results in any order: as one Spark job when
+    a session runs, else on threads of this process (a :class:`LazySession` not started yet stays
+    so: the checksums are computed by the databases, and a JVM start would cost more than they)."""
     if not splits:
         return []
     if writes_in_driver(context.sink):  # Delta: the sink side runs in the driver (delta_checker.py)
@@ -94,6 +105,8 @@ def run_checks(
 
         return run_delta_checks(spark, context, splits, tasks)
     groups = group_chunks(splits, tasks)
+    if isinstance(spark, LazySession) and not spark.started:
+        return check_on_threads(context, groups)
 
     def partition(items: Iterator[list[SnapshotSplit]]) -> Iterator[ChunkCheck]:
         for group in items:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from verify_support import Replica, chunk_holding, table_report
 
+from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.testing.postgres import PostgresServer
 
 TABLE = "kinds"
@@ -109,7 +110,11 @@ def test_matching_replica_verifies_clean(
             f"UPDATE `{replica.sink_db}`.`{TABLE}` SET happened = happened + INTERVAL 1 MICROSECOND, "
             "stamped = NULL WHERE id = 77"
         )
-    code, report = replica.verify(spark, manifest)
+    # Found as well without Spark: `sparkcdc verify` checksums a JDBC replica on threads of its
+    # own process and never starts the session (verify/tasks.py).
+    no_spark = LazySession(lambda: pytest.fail("verify started Spark for a JDBC sink"))
+    code, report = replica.verify(no_spark, manifest)
+    assert not no_spark.started
     kinds = table_report(report, TABLE)
     assert code == 1 and not report.ok
     diff = chunk_holding(kinds.differing, 77)
