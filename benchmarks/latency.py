@@ -1,6 +1,7 @@
 """End-to-end latency: source commit to visible in the sink, under a steady change rate.
 
     .venv/bin/python benchmarks/latency.py [--rate N] [--seconds N] [--batch-interval-ms N]
+                                          [--burst-rate N --burst-seconds N]
 
 Starts a MariaDB (``.bench/latency``) and a running ``sparkcdc run`` (no ``--exit-when-caught-up``)
 capturing ``bench.ticks`` into a JDBC replica on the same server. Once it streams, a writer
@@ -10,7 +11,11 @@ rows from the replica every 10 ms and records when each became visible. Latency 
 minus ``committed_us`` (both clocks are this process's), so it includes the binlog read, the
 micro-batch wait (``spec.binlog.batchIntervalMs``), the sink commit and up to one poll interval.
 
-Prints p50/p90/p99/max and writes ``benchmarks/results/latency.json``.
+With ``--burst-rate`` the writer runs at that rate for ``--burst-seconds`` halfway through: the
+lag rises while the pipeline works the burst off and falls back once it has.
+
+Prints p50/p90/p99/max, writes ``benchmarks/results/latency.json`` and plots the lag over time
+(p99 and max per second of commit time) to ``docs/operations_lag.png``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 from benchsupport import (
     BENCH_DIR,
+    REPO,
     bench_server,
     jdbc_sink,
     machine,
@@ -43,6 +49,7 @@ DATABASE, TABLE = "bench", "ticks"
 REPLICA = "bench_replica"
 ROWS_PER_TRANSACTION = 5
 POLL_SECONDS = 0.01
+PNG = REPO / "docs" / "operations_lag.png"
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
@@ -53,10 +60,10 @@ def _now_us() -> int:
 class Workload:
     """Writer and poller around one running ``sparkcdc run``."""
 
-    def __init__(self, server: Any, rate: int, seconds: float) -> None:
+    def __init__(self, server: Any, phases: list[tuple[int, float]]) -> None:
         self.server = server
-        self.rate = rate
-        self.seconds = seconds
+        self.phases = phases  # (changes per second, seconds), in order
+        self.started_us = 0
         self.committed: dict[int, int] = {}  # id -> writer clock at commit (µs)
         self.visible: dict[int, int] = {}  # id -> first seen in the sink (µs)
         self.behind_schedule = 0.0
@@ -99,13 +106,12 @@ class Workload:
         conn = self.server.root_connection(DATABASE)
         conn.autocommit(False)
         next_id = 1
-        transactions = int(self.rate * self.seconds) // ROWS_PER_TRANSACTION
-        interval = ROWS_PER_TRANSACTION / self.rate
         began = time.monotonic()
+        self.started_us = _now_us()
         try:
             with conn.cursor() as cur:
-                for n in range(transactions):
-                    due = began + n * interval
+                for offset in _due_times(self.phases):
+                    due = began + offset
                     pause = due - time.monotonic()
                     if pause > 0:
                         time.sleep(pause)
@@ -141,6 +147,53 @@ class Workload:
             conn.close()
 
 
+def _due_times(phases: list[tuple[int, float]]) -> list[float]:
+    """When each transaction is due, in seconds from the start, phase after phase."""
+    due: list[float] = []
+    start = 0.0
+    for rate, seconds in phases:
+        interval = ROWS_PER_TRANSACTION / rate
+        due.extend(start + n * interval for n in range(int(rate * seconds) // ROWS_PER_TRANSACTION))
+        start += seconds
+    return due
+
+
+def _timeline(workload: Workload) -> list[dict[str, float]]:
+    """p99 and max latency of the changes committed in each second of the run."""
+    buckets: dict[int, list[float]] = {}
+    for i, stamp in workload.committed.items():
+        if i in workload.visible:
+            second = (stamp - workload.started_us) // 1_000_000
+            buckets.setdefault(second, []).append((workload.visible[i] - stamp) / 1000)
+    return [
+        {"second": s, "p99_ms": round(_percentile(v, 0.99), 1), "max_ms": round(max(v), 1)}
+        for s, v in sorted(buckets.items())
+    ]
+
+
+def _plot(timeline: list[dict[str, float]], phases: list[tuple[int, float]], started: dict[str, Any]) -> None:
+    try:
+        from plots import line_chart
+    except ImportError as error:
+        console.print(f"no chart ({error}): pip install matplotlib")
+        return
+    series = {
+        "p99 per second": [(t["second"], t["p99_ms"] / 1000) for t in timeline],
+        "max per second": [(t["second"], t["max_ms"] / 1000) for t in timeline],
+    }
+    shade, start = [], 0.0
+    for n, (rate, seconds) in enumerate(phases):
+        if n and rate != phases[0][0]:
+            shade.append((start, start + seconds, f"{rate:,} changes/s"))
+        start += seconds
+    title = (
+        f"commit → visible in the JDBC sink at {phases[0][0]:,} changes/s: "
+        f"{started['cpus']} CPUs, load {started.get('load_average_at_start', ['?'])[0]}"
+    )
+    line_chart(series, title, ("seconds into the run (commit time)", "lag (s)"), PNG, shade)
+    console.print(f"chart written to {PNG}")
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -153,7 +206,13 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1000, help="row changes per second")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--batch-interval-ms", type=int, default=None, help="spec.binlog.batchIntervalMs")
+    parser.add_argument("--burst-rate", type=int, default=0, help="changes per second of a burst halfway")
+    parser.add_argument("--burst-seconds", type=float, default=10.0)
     args = parser.parse_args()
+    phases = [(args.rate, args.seconds)]
+    if args.burst_rate:
+        half = args.seconds / 2
+        phases = [(args.rate, half), (args.burst_rate, args.burst_seconds), (args.rate, half)]
     started = machine()
     work = BENCH_DIR / "latency-work"
     work.mkdir(parents=True, exist_ok=True)
@@ -178,10 +237,9 @@ def main() -> None:
             binlog=binlog,
         )
         shutil.rmtree(state, ignore_errors=True)
-        workload = Workload(server, args.rate, args.seconds)
-        run = run_sparkcdc(
-            manifest, state, exit_when_caught_up=False, on_start=workload, timeout=args.seconds + 600
-        )
+        workload = Workload(server, phases)
+        total = sum(seconds for _, seconds in phases)
+        run = run_sparkcdc(manifest, state, exit_when_caught_up=False, on_start=workload, timeout=total + 600)
         if workload.error is not None:
             raise SystemExit(f"the workload failed: {workload.error}\n{run.tail()}")
         server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
@@ -212,11 +270,14 @@ def main() -> None:
             "rows_per_transaction": ROWS_PER_TRANSACTION,
             "poll_interval_ms": POLL_SECONDS * 1000,
             "batch_interval_ms": args.batch_interval_ms or "default",
+            "phases": [{"rate_per_second": r, "seconds": t} for r, t in phases],
         },
         "results": figures,
+        "timeline": _timeline(workload),
         "target": {"p99_ms": 1000},
     }
     path = write_results("latency", results)
+    _plot(results["timeline"], phases, started)
     table = Table(title=f"commit → visible in the JDBC sink, {args.rate:,} changes/s for {args.seconds:.0f}s")
     for column in ("changes", "missing", "p50", "p90", "p99", "max", "peak RSS"):
         table.add_column(column, justify="right")

@@ -359,7 +359,7 @@ def summarize(args: argparse.Namespace, document: dict[str, Any], started: dict[
     compared = [f"{v:.2f}x {k.split('_over_')[1].replace('_', ' ')}" for k, v in ratios.items() if v]
     console.print(f"sparkcdc's Go-decoder JDBC rate over: {', '.join(compared) or '-'}", highlight=False)
     try:
-        from stream_plot import bar_chart
+        from plots import bar_chart
 
         load = started.get("load_average_at_start", ["?"])[0]
         when = str(document.get("when", ""))[:10]

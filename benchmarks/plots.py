@@ -1,8 +1,9 @@
-"""The bar chart of ``benchmarks/stream.py``: events/s per path, horizontal bars (matplotlib, Agg)."""
+"""The benchmarks' pictures for the docs (matplotlib, Agg): bars of a rate per path
+(``stream.py``, ``snapshot.py``) and lines over time (``latency.py``: lag under load)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -25,6 +26,32 @@ def bar_chart(rows: Sequence[tuple[str, float]], title: str, path: Path) -> Path
     axes.set_xlim(0, max(rates, default=1) * 1.18)
     axes.set_title(title, fontsize=10)
     axes.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def line_chart(
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    title: str,
+    axis_labels: tuple[str, str],
+    path: Path,
+    shade: Sequence[tuple[float, float, str]] = (),
+) -> Path:
+    """Each of ``series`` as a line of (x, y) points; ``shade`` marks spans of x (start, end, label)."""
+    figure, axes = plt.subplots(figsize=(10, 4.2))
+    for start, end, label in shade:
+        axes.axvspan(start, end, color="#d9822b", alpha=0.12, label=label)
+    for label, points in series.items():
+        axes.plot([x for x, _ in points], [y for _, y in points], label=label, linewidth=1.4)
+    axes.set_xlabel(axis_labels[0])
+    axes.set_ylabel(axis_labels[1])
+    axes.set_ylim(bottom=0)
+    axes.set_title(title, fontsize=10)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper right")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
