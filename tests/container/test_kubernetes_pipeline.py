@@ -183,6 +183,7 @@ def test_the_readme_pipeline_runs_on_executor_pods_and_survives_their_loss(
     wait_until(lambda: replica_equals(mariadb, db), 300, "the replica to equal the source", every=2)
     assert writer.ops["delete"] and writer.ops["rekey"], writer.ops
     assert_no_password_in_logs(runner, mariadb.cdc_password or "")
+    assert_no_password_in_objects(cp, mariadb.cdc_password or "")
 
 
 def replica_equals(mariadb: MariaDBServer, db: str) -> bool:
@@ -221,6 +222,13 @@ def assert_no_password_in_logs(runner: NodeRunner, password: str) -> None:
     assert password and any("-exec-" in name for name in logs) and any("_sparkcdc-" in name for name in logs)
     leaked = [name for name, text in logs.items() if password in text]
     assert not leaked, f"the password is in the logs of {leaked}"
+
+
+def assert_no_password_in_objects(cp: ControlPlane, password: str) -> None:
+    """Status, events and ConfigMaps of every namespace, and the pods: the password in none."""
+    kinds = ("cdcpipelines", "events", "configmaps", "pods")
+    leaked = [kind for kind in kinds if password in json.dumps(get(cp, kind, "--all-namespaces"))]
+    assert not leaked, f"the password is in {leaked}"
 
 
 def assert_intruders_refused(cp: ControlPlane, runner: NodeRunner, images: Images) -> None:
