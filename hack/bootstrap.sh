@@ -18,6 +18,8 @@ command -v lua5.4 >/dev/null 2>&1 || need_apt+=(lua5.4)
 command -v lua5.1 >/dev/null 2>&1 || need_apt+=(lua5.1)
 # patch(1) applies the Go binlog decoder's go-mysql patch (binlogdec/build.sh).
 command -v patch >/dev/null 2>&1 || need_apt+=(patch)
+# pt-online-schema-change, run by tests/integration/binlog/test_online_schema_change.py.
+command -v pt-online-schema-change >/dev/null 2>&1 || need_apt+=(percona-toolkit)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -45,3 +47,9 @@ fi
 # The Go binlog decoder of parallel catch-up (binlogdec/build.sh): built once from the Go module proxy
 # into the same cache; without Go, catch-up decodes in Python.
 bash binlogdec/build.sh >/dev/null
+
+# gh-ost, run by tests/integration/binlog/test_online_schema_change.py beside pt-online-schema-change:
+# built once from the Go module proxy into the same cache (hack/gh-ost.sh; the test builds it too).
+if command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ]; then
+  bash hack/gh-ost.sh >/dev/null
+fi

@@ -3,7 +3,8 @@
 Discovery runs before anything is read or written, at every start (and for verify): it lists
 the source's tables, applies ``source.tables`` and ``excludeTables``, resolves each table's sink
 target (core/routing.py) and refuses two tables in one target by accident, then loads the
-schemas. Anything wrong with the input stops the pipeline here, with a message naming the table.
+schemas. Tables an online schema-change tool works with beside a captured one are left out.
+Anything wrong with the input stops the pipeline here, with a message naming the table.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.routing import excluded, find_collisions
+from sparkcdc.core.shadow_tables import shadow_tables
 from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
 from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.mysql.connection import SourceError
@@ -49,6 +51,11 @@ def discover_tables(runtime: PipelineRuntime, conn: Any) -> dict[TableId, TableS
     chosen = [
         t for t in select_tables(spec.source.tables, available) if not excluded(t, spec.source.exclude_tables)
     ]
+    # An online schema-change tool's copies (core/shadow_tables.py) are the table's rows again, half
+    # built: a pattern never captures them (the swap is followed as an ALTER of the table instead).
+    named = {TableId.parse(e) for e in spec.source.tables if not is_table_pattern(e)}
+    shadows = shadow_tables(available) - named
+    chosen = [t for t in chosen if t not in shadows]
     for entry in spec.source.tables:
         if not is_table_pattern(entry) and TableId.parse(entry) not in available:
             raise SourceError(

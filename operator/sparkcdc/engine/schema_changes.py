@@ -11,6 +11,8 @@ decoded — because rows after it must be decoded with the table's new definitio
   instead, is column_changes.py's to judge.
 * TRUNCATE (no row events): the consumer commits what came before and empties the target in
   the same order (``EvolvingSink.truncate_table``); the schema stays.
+* the atomic swap of an online schema-change tool (gh-ost, pt-online-schema-change): followed as
+  the ALTER it amounts to (online_schema_change.py).
 * anything else that changes rows' shape or identity (narrowing or other type change, key
   change, table rename, drop, partition drop): only that table stops. Its state becomes
   ``FAILED`` with an error naming the table and the statement, its events are dropped from then
@@ -36,6 +38,7 @@ from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.column_changes import Evolution, evolve
+from sparkcdc.engine.online_schema_change import follow_swap, swaps
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import StreamingChangeReader
 from sparkcdc.mysql.connection import SourceConfig, connect
@@ -143,9 +146,18 @@ class SchemaTracker:
         evolutions: list[Evolution] = []
         failures: dict[TableId, str] = {}
         truncated = tuple(e.table for e in entries if e.kind is DdlKind.TRUNCATE)
+        # An online schema-change tool's swap renames the table but is an ALTER of it.
+        swapped = swaps(ddl.query, ddl.schema, self._schemas)
         conn: Any = None
         try:
             for entry in entries:
+                if entry.table in swapped:
+                    conn = conn or connect(self._source)
+                    try:
+                        evolutions.append(self._swap(conn, entry.table, swapped[entry.table], ddl.offset))
+                    except SourceError as err:
+                        failures[entry.table] = failure_message(entry.table, ddl.query, ddl.offset, str(err))
+                    continue
                 if entry.kind is DdlKind.FAIL:
                     failures[entry.table] = failure_message(entry.table, ddl.query, ddl.offset, entry.reason)
                     continue
@@ -168,6 +180,17 @@ class SchemaTracker:
             reader.set_schema(table, None)
         truncated = tuple(t for t in truncated if t not in failures)
         return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures, truncated)
+
+    def _swap(self, conn: Any, table: TableId, old: TableId, at: BinlogOffset) -> Evolution:
+        """An online schema change's swap (online_schema_change.py); the definition kept is the
+        one as of it, built on the one before it, so later statements come after it."""
+        loaded = self._loaded_at.get(table)
+        known = loaded is not None and at > loaded
+        override = self._overrides.get(str(table))
+        evolution = follow_swap(conn, table, old, self._schemas[table], override, known)
+        self._loaded_at[table] = at
+        log.info("%s: online schema change swapped in: %s", table, evolution.column_summary())
+        return evolution
 
     def _evolve(self, conn: Any, entry: TableDdl, at: BinlogOffset) -> Evolution:
         loaded = self._loaded_at.get(entry.table)

@@ -24,7 +24,15 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import default_sql
 from sparkcdc.mysql.ddl_alter import NAME_RX, read_alter, split_top_level, unquote
 
-__all__ = ["DdlKind", "TableDdl", "column_defaults", "parse_ddl", "split_top_level", "strip_comments"]
+__all__ = [
+    "DdlKind",
+    "TableDdl",
+    "column_defaults",
+    "parse_ddl",
+    "rename_pairs",
+    "split_top_level",
+    "strip_comments",
+]
 
 _NAME_RX = NAME_RX
 _ALTER_PREFIX = re.compile(
@@ -129,6 +137,26 @@ def _names(text: str, default_schema: str) -> Iterator[TableId]:
         table, _rest = _table(part, default_schema)
         if table is not None:
             yield table
+
+
+def rename_pairs(statement: str, default_schema: str) -> list[tuple[TableId, TableId]]:
+    """The (from, to) tables of a ``RENAME TABLE`` statement, in order; empty for any other
+    statement, or when a pair cannot be read (the statement then stops its tables as a rename)."""
+    sql = strip_comments(statement)
+    match = re.match(r"^RENAME\s+TABLES?\s+", sql, re.IGNORECASE)
+    if match is None:
+        return []
+    pairs: list[tuple[TableId, TableId]] = []
+    for pair in split_top_level(sql[match.end() :]):
+        source, rest = _table(pair, default_schema)
+        to = re.match(r"^\s*(?:WAIT\s+\d+\s+|NOWAIT\s+)?TO\s+", rest, re.IGNORECASE)
+        if source is None or to is None:
+            return []
+        target, tail = _table(rest[to.end() :], default_schema)
+        if target is None or tail.strip():
+            return []
+        pairs.append((source, target))
+    return pairs
 
 
 def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
