@@ -8,6 +8,7 @@ with failed tables, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING
 from sparkcdc.exit_codes import EXIT_INTERRUPTED, EXIT_USER_ERROR
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sparkcdc.api.manifest import Manifest
 
 
@@ -60,13 +63,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if manifest is None:
         return EXIT_USER_ERROR
     try:
-        return run_local(manifest, Path(args.state_dir), exit_when_caught_up=args.exit_when_caught_up)
+        return run_local(
+            manifest,
+            Path(args.state_dir),
+            exit_when_caught_up=args.exit_when_caught_up,
+            console=_console(args.debug),
+        )
     except USER_ERRORS as err:
         print(f"sparkcdc: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("sparkcdc: interrupted; rerun the same command to resume from the checkpoint", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _console(debug: bool) -> Console:
+    """stderr for ``run`` and ``verify``; ``--debug`` adds DEBUG logging of every module and the
+    source location of each line, which the plain output leaves out."""
+    from sparkcdc.driver.progress import stderr_console
+
+    if debug:
+        logging.basicConfig(
+            level=logging.DEBUG,
+            format="%(asctime)s %(levelname)s %(name)s (%(filename)s:%(lineno)d): %(message)s",
+        )
+    return stderr_console(debug=debug)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -109,7 +130,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     )
     report = Path(args.report) if args.report else None
     try:
-        code, _ = verify_local(manifest, Path(args.state_dir), options, report_path=report)
+        console = _console(args.debug)
+        code, _ = verify_local(manifest, Path(args.state_dir), options, report_path=report, console=console)
     except USER_ERRORS as err:
         print(f"sparkcdc: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -124,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="sparkcdc", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sparkcdc {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="run/verify: debug logging, with source locations on log lines"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     crd = sub.add_parser("crd", help="print the CdcPipeline CustomResourceDefinition")

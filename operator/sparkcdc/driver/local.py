@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
+from rich.console import Console
 
 from sparkcdc.api.base import SecretKeyRef
 from sparkcdc.api.manifest import LoadedPipeline, Manifest
@@ -83,9 +84,11 @@ def run_local(
     *,
     exit_when_caught_up: bool,
     options: EngineOptions | None = None,
+    console: Console | None = None,
 ) -> int:
     """Run every pipeline of ``manifest`` side by side; returns the process exit code.
-    ``options``: the engine's switches (default: from the environment)."""
+    ``options``: the engine's switches (default: from the environment); ``console``: where
+    progress goes (default: stderr)."""
     engine = with_jvm_log(EngineOptions.from_environment() if options is None else options, state_dir)
     runtimes = runtimes_of(manifest, engine)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
@@ -102,7 +105,7 @@ def run_local(
     errors: list[BaseException] = []
     failed: list[str] = []  # "pipeline: message" of every failed table
     try:
-        with RichProgress() as display:
+        with RichProgress(console) as display:
             threads = [
                 threading.Thread(
                     target=_run_guarded,

@@ -48,14 +48,15 @@ RATE_EVERY = 1.0  # seconds over which the live line's events/s is measured
 LOG_WIDTH = 200  # columns of a log that is not a terminal
 
 
-def stderr_console() -> Console:
-    """The console of ``sparkcdc run`` and ``verify``: stderr, no source location on log lines.
-    Without a terminal tables are as wide as ``$COLUMNS`` says, else ``LOG_WIDTH`` (rich would
-    take 80), and ``LiveDisplay.log`` prints each message on one line, never wrapped."""
+def stderr_console(debug: bool = False) -> Console:
+    """The console of ``sparkcdc run`` and ``verify``: stderr, no source location on log lines
+    (``debug``: with them). Without a terminal tables are as wide as ``$COLUMNS`` says, else
+    ``LOG_WIDTH`` (rich would take 80), and ``LiveDisplay.log`` prints each message on one line,
+    never wrapped."""
     if sys.stderr.isatty():
-        return Console(stderr=True, log_path=False)
+        return Console(stderr=True, log_path=debug)
     width = shutil.get_terminal_size(fallback=(LOG_WIDTH, 24)).columns  # $COLUMNS first
-    return Console(stderr=True, log_path=False, soft_wrap=True, width=width)
+    return Console(stderr=True, log_path=debug, soft_wrap=True, width=width)
 
 
 class LiveDisplay:
