@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/snapshot.py [--rows N] [--chunk-size N] [--splits-per-task N]
                                             [--parallelism N] [--skip-pymysql] [--skip-defaults]
+                                            [--skip-jdbc | --jdbc-only]
 
 Builds (once, kept in ``.bench/snapshot``) a table ``bench.orders`` of ROWS (default 1,000,000)
 rows × 7 columns (BIGINT key, INT, DECIMAL(12,2), two VARCHARs, DATETIME, TIMESTAMP(3)) on a
@@ -12,7 +13,8 @@ MariaDB whose buffer pool holds it, then measures, side by side:
 * ``read path``        ``SplitReader`` over all planned splits in this process, no sink, once per
                        chunk-read method (ConnectorX and PyMySQL): where the time goes;
 * ``write only``       the two sinks writing the already-read splits in this process (changelog
-                       files; JDBC inserts into a replica database on the same server);
+                       files; JDBC into a replica database on the same server, by LOAD DATA
+                       LOCAL INFILE and by INSERTs);
 * ``sparkcdc run``     ``sparkcdc run`` (snapshot-only, ``--exit-when-caught-up``, parallelism 2)
                        to the changelog sink with tuned settings (``--chunk-size`` 50,000 rows,
                        ``--splits-per-task`` 5: two waves) and with the spec defaults (8,096 rows,
@@ -24,7 +26,12 @@ MariaDB whose buffer pool holds it, then measures, side by side:
                        long snapshot. Each configuration runs three ways: as ``sparkcdc run`` is
                        (``SPARKCDC_SNAPSHOT_IN_DRIVER=auto``: the driver reads the waves itself
                        while Spark does not pay, engine/wave_runner.py), with every wave on Spark
-                       (``never``), and on a Spark started before the clock (snapshot_warm.py).
+                       (``never``), and on a Spark started before the clock (snapshot_warm.py);
+* ``against the dump`` ``mariadb-dump --single-transaction bench orders | mariadb`` into another
+                       database of the same server, then ``sparkcdc run`` into JDBC with
+                       ``bulkLoad`` on and off: the copy a user would make instead of a
+                       snapshot, both from their processes' start to their exit (``--jdbc-only``
+                       runs only these and the client scan).
 
 CPU seconds are this side's (the client, this process, or the ``sparkcdc run`` process tree:
 driver, JVM, Python workers) and the server's (``mariadbd``): on a shared 2-core machine they
@@ -62,10 +69,14 @@ from benchsupport import (
 from rich.table import Table
 from snapshot_runs import (
     DATABASE,
+    DUMP,
+    JDBC,
     REPLICA,
     TABLE,
+    against_dump,
     console,
     count_changelog,
+    dump_restore,
     prime_jvm_archive,
     run_jdbc,
     run_pipeline,
@@ -182,10 +193,10 @@ def write_changelog(server: Any, schema: Any, reads: list[Any]) -> dict[str, flo
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def write_jdbc(server: Any, schema: Any, reads: list[Any]) -> dict[str, float]:
+def write_jdbc(server: Any, schema: Any, reads: list[Any], bulk_load: bool) -> dict[str, float]:
     server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
     sink = JdbcSinkConfig(
-        "mysql", server.host, server.port, REPLICA, server.cdc_user, server.cdc_password
+        "mysql", server.host, server.port, REPLICA, server.cdc_user, server.cdc_password, bulk_load=bulk_load
     ).open()
     try:
         sink.prepare([schema])
@@ -264,7 +275,12 @@ def main() -> None:
     parser.add_argument(
         "--skip-defaults", action="store_true", help="leave out the run with default settings"
     )
-    parser.add_argument("--skip-jdbc", action="store_true", help="leave out the run to the JDBC sink")
+    parser.add_argument("--skip-jdbc", action="store_true", help="leave out the runs to the JDBC sink")
+    parser.add_argument(
+        "--jdbc-only",
+        action="store_true",
+        help="only the client scan, mariadb-dump | mariadb and the runs to the JDBC sink",
+    )
     args = parser.parse_args()
 
     defaults = SnapshotSpec()
@@ -296,17 +312,20 @@ def main() -> None:
 
         reads: list[Any] = []
         schema: Any = None
-        for read_method in ["connectorx"] if args.skip_pymysql else ["connectorx", "pymysql"]:
+        read_methods = ["connectorx"] if args.skip_pymysql else ["connectorx", "pymysql"]
+        for read_method in [] if args.jdbc_only else read_methods:
             figures, these, schema = read_path(server, args.chunk_size, read_method)
             assert sum(r.data.num_rows for _, r in these) == rows
             measured[f"read path, {read_method} (1 process, no sink)"] = figures
             console.print(f"read path {read_method}: {figures}")
             if read_method == "connectorx":
                 reads = these
-        measured["changelog write only (1 process)"] = write_changelog(server, schema, reads)
-        measured["jdbc write only (1 process)"] = write_jdbc(server, schema, reads)
-        results["per_row_baselines"] = per_row_baselines(server, schema, reads, args.baseline_rows)
-        console.print(f"per-row baselines: {results['per_row_baselines']}")
+        if reads:
+            measured["changelog write only (1 process)"] = write_changelog(server, schema, reads)
+            for bulk, how in ((True, "LOAD DATA"), (False, "INSERTs")):
+                measured[f"jdbc write only, {how} (1 process)"] = write_jdbc(server, schema, reads, bulk)
+            results["per_row_baselines"] = per_row_baselines(server, schema, reads, args.baseline_rows)
+            console.print(f"per-row baselines: {results['per_row_baselines']}")
         del reads
 
         results["jvm_archive"] = prime_jvm_archive()
@@ -321,7 +340,7 @@ def main() -> None:
             (", all waves on Spark", "never", False),
             (", Spark already up", "never", True),
         ]
-        for label, chunk_size, per_task in runs:
+        for label, chunk_size, per_task in [] if args.jdbc_only else runs:
             for what, in_driver, warm in modes:
                 shutil.rmtree(changelog_dir, ignore_errors=True)
                 run = run_pipeline(
@@ -342,7 +361,12 @@ def main() -> None:
         shutil.rmtree(changelog_dir, ignore_errors=True)
 
         if not args.skip_jdbc:
-            measured["sparkcdc → jdbc, same server (tuned)"] = run_jdbc(server, work, args)
+            # The copy a user would make instead, then sparkcdc's snapshot-only run with and
+            # without LOAD DATA (sinks/jdbc/bulk_load.py), all into databases on the same server.
+            measured[DUMP] = dump_restore(server)
+            measured[JDBC] = run_jdbc(server, work, args)
+            measured[f"{JDBC[:-1]}, bulkLoad: false)"] = run_jdbc(server, work, args, bulk_load=False)
+            results["against_dump"] = against_dump(measured)
     client = measured["mariadb client"]["seconds"]
     rows_out: list[tuple[str, dict[str, Any], float, int]] = []  # name, figures, seconds, rows
     for name, figures in measured.items():
@@ -372,8 +396,8 @@ def main() -> None:
                 )
             )
     results["results"] = measured
+    results["target"] = {"changelog_ratio_to_client": 0.6, "jdbc_times_faster_than_dump": 1.5}
     results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["target"] = {"changelog_ratio_to_client": 0.6}
     path = write_results("snapshot", results)
 
     table = Table(title=f"snapshot of {rows:,} rows × 7 columns (chunk read: {method})")
@@ -398,7 +422,7 @@ def main() -> None:
     )
     for column in ("path", "seconds", "CPU s", "rows/s (CPU)"):
         baselines.add_column(column, justify="left" if column == "path" else "right")
-    for name, figures in results["per_row_baselines"].items():
+    for name, figures in results.get("per_row_baselines", {}).items():
         per_cpu = round(args.baseline_rows / max(figures["cpu_seconds"], 0.01))
         baselines.add_row(name, f"{figures['seconds']:.2f}", f"{figures['cpu_seconds']:.2f}", f"{per_cpu:,}")
     console.print(baselines)
@@ -411,6 +435,14 @@ def main() -> None:
         "process. CPU s: this side (client, this process, or the run's whole process tree); server CPU s: "
         "mariadbd."
     )
+    if "against_dump" in results:
+        versus = results["against_dump"]
+        console.print(
+            f"snapshot into JDBC: {versus['sparkcdc_seconds']:.2f} s from process start to exit against "
+            f"{versus['dump_seconds']:.2f} s for mariadb-dump | mariadb: "
+            f"[bold]{versus['times_faster']:.2f}× faster[/] (target 1.5×; INSERTs: "
+            f"{versus['times_faster_without_bulk_load']:.2f}×)"
+        )
     console.print(f"results written to {path}")
 
 

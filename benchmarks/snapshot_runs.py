@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,14 @@ from sparkcdc.spark.session import cds_archive
 
 __all__ = [
     "DATABASE",
+    "DUMP",
+    "JDBC",
     "REPLICA",
     "TABLE",
+    "against_dump",
     "console",
     "count_changelog",
+    "dump_restore",
     "prime_jvm_archive",
     "run_jdbc",
     "run_pipeline",
@@ -43,6 +49,7 @@ __all__ = [
 
 DATABASE, TABLE = "bench", "orders"
 REPLICA = "bench_replica"
+DUMP_COPY = "bench_dump_copy"
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
@@ -176,9 +183,45 @@ def prime_jvm_archive() -> dict[str, Any]:
     return {"path": str(archive), "existed_before": existed, "exists": archive.is_file()}
 
 
-def _deadlocks(server: Any) -> int:
-    rows = server.execute("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")
+def _status(server: Any, name: str) -> int:
+    rows = server.execute("SHOW GLOBAL STATUS LIKE %s", (name,))
     return int(rows[0][1]) if rows else 0
+
+
+def _deadlocks(server: Any) -> int:
+    return _status(server, "Innodb_deadlocks")
+
+
+def dump_restore(server: Any) -> dict[str, Any]:
+    """``mariadb-dump --single-transaction bench orders | mariadb DUMP_COPY`` on the same server:
+    the way to copy a table into a database that sparkcdc's snapshot into JDBC is compared with.
+    Timed from the two processes' start to both exiting, checked by checksum."""
+    server.execute(f"DROP DATABASE IF EXISTS {DUMP_COPY}")
+    server.execute(f"CREATE DATABASE {DUMP_COPY}")
+    client = ["--no-defaults", "-h", server.host, "-P", str(server.port), "-u", "root", "--skip-ssl"]
+    before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid(server))
+    start = time.perf_counter()
+    dump = subprocess.Popen(
+        ["mariadb-dump", *client, "--single-transaction", DATABASE, TABLE], stdout=subprocess.PIPE
+    )
+    restore = subprocess.Popen(["mariadb", *client, DUMP_COPY], stdin=dump.stdout)
+    assert dump.stdout is not None
+    dump.stdout.close()  # the restore's end only: a failed restore stops the dump
+    if restore.wait() != 0 or dump.wait() != 0:
+        raise SystemExit(f"mariadb-dump | mariadb failed: {dump.returncode}, {restore.returncode}")
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    figures = {
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
+        "server_cpu_seconds": round(cpu_seconds(server_pid(server)) - server_before, 2),
+    }
+    source_sum = server.execute(f"CHECKSUM TABLE {DATABASE}.{TABLE}")[0][1]
+    copy_sum = server.execute(f"CHECKSUM TABLE {DUMP_COPY}.{TABLE}")[0][1]
+    assert source_sum == copy_sum, "the dump's copy differs from the source"
+    server.execute(f"DROP DATABASE IF EXISTS {DUMP_COPY}")
+    console.print(f"mariadb-dump | mariadb: {figures}")
+    return figures
 
 
 def count_changelog(directory: Path) -> int:
@@ -189,19 +232,22 @@ def count_changelog(directory: Path) -> int:
     return total
 
 
-def run_jdbc(server: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """``sparkcdc run`` (tuned) into a replica database on the same server, checked by checksum."""
+def run_jdbc(server: Any, work: Path, args: argparse.Namespace, *, bulk_load: bool = True) -> dict[str, Any]:
+    """``sparkcdc run`` (tuned) into a replica database on the same server, checked by checksum;
+    ``bulk_load`` is the sink's ``bulkLoad`` (LOAD DATA LOCAL INFILE, sinks/jdbc/bulk_load.py)."""
     server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
-    deadlocks = _deadlocks(server)
+    deadlocks, loads = _deadlocks(server), _status(server, "Com_load")
     run = run_pipeline(
         server,
         work,
         "bench-jdbc",
-        jdbc_sink(server, REPLICA),
+        {**jdbc_sink(server, REPLICA), "bulkLoad": bulk_load},
         args.chunk_size,
         args.splits_per_task,
         args.parallelism,
     )
+    run["bulk_load"] = bulk_load
+    run["load_data_statements"] = _status(server, "Com_load") - loads
     source_sum = server.execute(f"CHECKSUM TABLE {DATABASE}.{TABLE}")[0][1]
     replica_sum = server.execute(f"CHECKSUM TABLE {REPLICA}.{TABLE}")[0][1]
     assert source_sum == replica_sum, "the replica differs from the source"
@@ -209,3 +255,21 @@ def run_jdbc(server: Any, work: Path, args: argparse.Namespace) -> dict[str, Any
     console.print(f"sparkcdc → jdbc: {run}")
     server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
     return run
+
+
+DUMP = "mariadb-dump | mariadb (same table, same server)"
+JDBC = "sparkcdc → jdbc, same server (tuned)"
+
+
+def against_dump(measured: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """sparkcdc's snapshot into JDBC against the dump's copy: both from their processes' start to
+    their exit (the ``sparkcdc run`` process's whole wall time, Python start-up and shutdown in)."""
+    dump = measured[DUMP]["seconds"]
+    bulk, inserts = measured[JDBC]["wall_seconds"], measured[f"{JDBC[:-1]}, bulkLoad: false)"]["wall_seconds"]
+    return {
+        "dump_seconds": dump,
+        "sparkcdc_seconds": bulk,
+        "sparkcdc_seconds_without_bulk_load": inserts,
+        "times_faster": round(dump / bulk, 3),
+        "times_faster_without_bulk_load": round(dump / inserts, 3),
+    }

@@ -5,11 +5,21 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from sparkcdc.api.base import ApiModel, NonEmpty256, NonEmpty4096, SecretKeyRef, SpecError, Str64, Str1024
+from sparkcdc.api.base import ApiModel, NonEmpty256, SecretKeyRef, SpecError, Str64, Str1024
+from sparkcdc.api.credentials import (
+    CREDENTIALS_DESCRIPTION,
+    JDBC_URL_RULE,
+    Credentials,
+    ObjectPath,
+    ObjectStoreCredential,
+    check_object_path,
+    check_unique_keys,
+    credential_param,
+)
 from sparkcdc.api.routing import TABLE_NAME_DESCRIPTION, NameTemplate
-from sparkcdc.api.source import TableName
+from sparkcdc.api.source import TableName, TlsSpec
 
 JDBC_SCHEMES = ("mysql", "mariadb", "postgresql")
 JDBC_DEFAULT_PORTS = {"mysql": 3306, "mariadb": 3306, "postgresql": 5432}
@@ -29,6 +39,9 @@ METADATA_DESCRIPTION = (
     "snapshot, c, u, d), ts_ms (source time of the change; of the read for snapshot rows), "
     "binlog_file and binlog_pos (of the change; the split's high watermark for snapshot rows), gtid, "
     "source_db, source_table. E.g. [op, ts_ms]."
+)
+PATH_DESCRIPTION = (
+    "Directory or URI the sink writes below; no credentials in it (user:secret@, ?sig=...): see credentials."
 )
 DELETE_MODE_DESCRIPTION = (
     "hard: a source delete deletes the target row; soft: the row stays with its last image and "
@@ -85,6 +98,12 @@ def parse_jdbc_url(url: str) -> JdbcUrl:
         raise SpecError(f"must name one database; expected a URL like {_URL_EXAMPLE}")
     if parts.fragment:
         raise SpecError(f"must not have a #fragment; expected a URL like {_URL_EXAMPLE}")
+    param = credential_param(url)
+    if param is not None:
+        raise SpecError(
+            f"must not carry credentials: query parameter {param!r} would keep a credential in plain "
+            "text in the spec; give the user in user and the password in passwordSecretRef"
+        )
     return JdbcUrl(
         scheme=scheme,
         host=host,
@@ -101,12 +120,24 @@ class JdbcSink(ApiModel):
     url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] = Field(
         description="mysql://, mariadb:// or postgresql:// URL with host, optional port and database, "
         "e.g. mysql://replica:3306/shop_replica; no credentials.",
-        json_schema_extra={"pattern": JDBC_URL_PATTERN},
+        json_schema_extra={"pattern": JDBC_URL_PATTERN, "x-kubernetes-validations": [JDBC_URL_RULE]},
     )
     user: NonEmpty256 = Field(description="Database user of the sink.")
     password_secret_ref: SecretKeyRef = Field(description="The sink user's password.")
+    tls: TlsSpec | None = Field(
+        default=None,
+        description="TLS to the sink, for the driver and every executor (a block without mode is "
+        "verify-identity). Unset: preferred (TLS when the server offers it, unverified), or the "
+        "sslmode/sslrootcert a postgresql:// URL names.",
+    )
     batch_rows: int = Field(default=1000, gt=0, le=1_000_000, description="Rows per multi-row statement.")
     create_tables: bool = Field(default=True, description="Create missing replica tables.")
+    bulk_load: bool = Field(
+        default=True,
+        description="Write snapshot splits into MySQL/MariaDB with LOAD DATA LOCAL INFILE where the target "
+        "allows it (local_infile=ON); a split it cannot load exactly, or a target that refuses it, gets "
+        "INSERTs. PostgreSQL targets always use COPY.",
+    )
     table_name: NameTemplate = Field(
         default="{table}", description=f"{TABLE_NAME_DESCRIPTION} Here a table in the URL's database."
     )
@@ -125,6 +156,17 @@ class JdbcSink(ApiModel):
     def _check_url(cls, url: str) -> str:
         parse_jdbc_url(url)
         return url
+
+    @model_validator(mode="after")
+    def _one_tls_setting(self) -> JdbcSink:
+        given = sorted(k for k in self.parsed_url.params if k.startswith("ssl"))
+        if self.tls is not None and given:
+            raise SpecError(
+                f"the URL's {', '.join(given)} and tls both set TLS; keep one (tls takes its CA from a "
+                "Secret)",
+                loc=("tls",),
+            )
+        return self
 
     @property
     def parsed_url(self) -> JdbcUrl:
@@ -151,7 +193,8 @@ class DeltaSink(ApiModel):
     """Delta Lake tables, one per source table, below ``path``."""
 
     type: Literal["delta"] = Field(description="Sink kind.")
-    path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")
+    path: ObjectPath = Field(description=PATH_DESCRIPTION)
+    credentials: Credentials = Field(default_factory=list, description=CREDENTIALS_DESCRIPTION)
     table_name: NameTemplate = Field(
         default="{db}/{table}",
         description=f"{TABLE_NAME_DESCRIPTION} Here a directory below path; / makes subdirectories.",
@@ -176,16 +219,33 @@ class DeltaSink(ApiModel):
         "a source column the table lacks stops the pipeline.",
     )
 
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, value: str) -> str:
+        return check_object_path(value)
+
+    @field_validator("credentials")
+    @classmethod
+    def _check_credentials(cls, value: list[ObjectStoreCredential]) -> list[ObjectStoreCredential]:
+        return check_unique_keys(value)
+
 
 class ChangelogSink(ApiModel):
     """JSON lines, one change per line (see architecture §2), below ``path``."""
 
     type: Literal["changelog"] = Field(description="Sink kind.")
-    path: NonEmpty4096 = Field(description="Directory or URI the sink writes below.")
+    path: ObjectPath = Field(
+        description="Directory or URI the sink writes below; no credentials in it (user:secret@, ?sig=...)."
+    )
     table_name: NameTemplate = Field(
         default="{db}.{table}",
         description=f"{TABLE_NAME_DESCRIPTION} Here a directory below path; / makes subdirectories.",
     )
+
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, value: str) -> str:
+        return check_object_path(value, "the changelog sink writes to a directory: mount the storage there")
 
 
 class ConsoleSink(ApiModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from sparkcdc.core.fence import Fence
+from sparkcdc.mysql.tls import TlsSettings
 from sparkcdc.sinks.base import Sink
 
 
@@ -22,7 +23,12 @@ class JdbcSinkConfig:
     password: str = field(repr=False)
     batch_rows: int = 1000
     create_tables: bool = True
+    # Snapshot splits by LOAD DATA LOCAL INFILE into MySQL/MariaDB where exact (bulk_load.py).
+    bulk_load: bool = True
     params: dict[str, str] = field(default_factory=dict)
+    # spec.sink.tls with its CA resolved (None: the clients' defaults, see dialects.py/postgres.py);
+    # pickled into tasks like the password, so executors verify with the same CA.
+    tls: TlsSettings | None = None
     # Set by claim_fence in the starting driver; pickled with the config into Spark tasks.
     fence: Fence | None = None
 

@@ -35,12 +35,15 @@ from sparkcdc.core.keys import KeyOrder
 from sparkcdc.core.splits import Key
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.arrow_json import join_text
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.geometry import ewkb_array
+from sparkcdc.sinks.jdbc.bulk_load import hex_text
 from sparkcdc.sinks.jdbc.dialects import Target
 from sparkcdc.sinks.jdbc.evolution import pg_default
 from sparkcdc.sinks.jdbc.pg_rank import StringRank, candidates_predicate, quote_ident, rank_index_sql
 from sparkcdc.sinks.jdbc.sql import key_in_list_predicate, range_predicate
+from sparkcdc.sinks.jdbc.tls import libpq_tls_options, tls_failure
 from sparkcdc.sinks.targets import scoped
 
 __all__ = ["PostgresDialect", "StringRank", "candidates_predicate", "copy_csv", "pg_type"]
@@ -94,7 +97,8 @@ def _csv_column(array: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
         micros = pc.cast(pc.cast(array, pa.int64()), pa.string())
         return pc.binary_join_element_wise(micros, pa.scalar(" microseconds"), "")
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
-        return pa.array([None if v is None else "\\x" + v.hex() for v in array.to_pylist()], pa.string())
+        # bytea's hex input, column-wise (bulk_load.hex_text; PostgreSQL reads either case).
+        return join_text("\\x", hex_text(array.combine_chunks()))
     return array
 
 
@@ -137,6 +141,7 @@ class PostgresDialect:
         self.schema = (params.get("currentSchema") or "public").split(",")[0].strip() or "public"
         options: dict[str, Any] = {"application_name": "sparkcdc", "connect_timeout": 10, "autocommit": False}
         options.update((k, v) for k, v in params.items() if k in _LIBPQ_PARAMS)
+        options.update(libpq_tls_options(config))
         where = f"the sink {config.describe()} as user {config.user!r}"
         hint = "check spec.sink.url, spec.sink.user and the secret named by spec.sink.passwordSecretRef"
         try:
@@ -150,6 +155,7 @@ class PostgresDialect:
             )
         except psycopg.Error as err:
             reason = self._scrub(self.describe_error(err), config.password)
+            hint = tls_failure(reason, config) or hint
             if "does not exist" in reason and "database" in reason:
                 hint = f"create the database {config.database!r} first (the sink does not create databases)"
             raise SinkError(f"cannot open {where}: {reason}; {hint}") from None

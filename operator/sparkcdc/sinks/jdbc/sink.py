@@ -28,11 +28,17 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.table_errors import DataError, classify
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.sinks.base import AddedColumn, Sink, SinkError, TableChanges, TableDataError
+from sparkcdc.sinks.base import ColumnChanges, Sink, SinkError, TableChanges, TableDataError
+from sparkcdc.sinks.jdbc.bulk_load import BulkLoader
 from sparkcdc.sinks.jdbc.cascade_sql import cascade_statements
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import Dialect, dialect_for
-from sparkcdc.sinks.jdbc.evolution import alter_statements, existing_columns
+from sparkcdc.sinks.jdbc.evolution import (
+    alter_statements,
+    existing_columns,
+    pg_column_types,
+    truncate_statement,
+)
 from sparkcdc.sinks.jdbc.fence import check_fence, claim_fence, ensure_fence_table
 from sparkcdc.sinks.jdbc.sql import key_in_list_predicate
 
@@ -44,6 +50,9 @@ class JdbcSink(Sink):
         self._conn = self._dialect.connect(config)
         self._shared: Any = None  # the open cursor of batch_transaction, if any
         self._statement = ""  # what the open transaction runs now, for TableDataError messages
+        # Snapshot splits into MySQL/MariaDB by LOAD DATA where it is exact (bulk_load.py).
+        bulk = config.bulk_load and config.scheme in ("mysql", "mariadb")
+        self._bulk = BulkLoader(self._dialect.quote, config.describe()) if bulk else None
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         with self._transaction() as cur:
@@ -71,7 +80,7 @@ class JdbcSink(Sink):
                     self._statement = f"DELETE of split {split.split_id}'s key range"
                     self._dialect.delete_range(cur, schema, split.start, split.end)
                     self._statement = f"INSERT of split {split.split_id}'s rows"
-                    self._dialect.write_table(cur, schema, data)
+                    self._write_split_rows(cur, schema, data)
                 return
             except SinkError as err:
                 if attempt == _WRITE_ATTEMPTS or not _is_write_conflict(err.__cause__):
@@ -80,6 +89,12 @@ class JdbcSink(Sink):
                     random.uniform(0.5, 1.5) * (time.monotonic() - began)
                     + random.uniform(0.01, 0.05) * attempt
                 )
+
+    def _write_split_rows(self, cur: Any, schema: TableSchema, data: pa.Table) -> None:
+        if self._bulk is None:
+            self._dialect.write_table(cur, schema, data)
+        else:
+            self._bulk.write(cur, schema, data, lambda: self._dialect.write_table(cur, schema, data))
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         target = self._dialect.quote(schema.sink_name)
@@ -120,20 +135,26 @@ class JdbcSink(Sink):
             for sql, params in statements:
                 cur.execute(sql, params)
 
-    def evolve_table(
-        self, schema: TableSchema, added: Sequence[AddedColumn], dropped: Sequence[str]
-    ) -> list[str]:
-        """Follow a source ADD/DROP COLUMN (sinks/jdbc/evolution.py); returns the statements run.
+    def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
+        """Follow a source column change (sinks/jdbc/evolution.py); returns the statements run.
 
         The fence check is atomic with the change on PostgreSQL only: MySQL commits before DDL."""
+        scheme = self._config.scheme
         with self._transaction(schema, fenced=True) as cur:
-            existing = existing_columns(cur, self._config.scheme, schema.sink_name)
-            statements = alter_statements(
-                self._config.scheme, self._dialect.quote, schema, existing, added, dropped
-            )
+            existing = existing_columns(cur, scheme, schema.sink_name)
+            pg_types = None if scheme in ("mysql", "mariadb") else pg_column_types(cur, schema.sink_name)
+            statements = alter_statements(scheme, self._dialect.quote, schema, existing, changes, pg_types)
             for statement in statements:
                 cur.execute(statement)
         return statements
+
+    def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
+        """Follow a source TRUNCATE in the fenced transaction order (sinks/jdbc/evolution.py)."""
+        sql, params = truncate_statement(self._config.scheme, self._dialect.quote, schema)
+        with self._transaction(schema, fenced=True) as cur:
+            self._statement = f"emptying for {statement!r}"
+            cur.execute(sql, params)
+        return [sql]
 
     def claim_fence(self) -> None:
         """Raise the fence row to this sink's fence (the starting driver's claim), retrying lock

@@ -1,0 +1,161 @@
+"""Snapshot splits into MariaDB by ``LOAD DATA LOCAL INFILE`` (sinks/jdbc/bulk_load.py): values
+the text format gives a meaning (tabs, newlines, backslashes, ``\\N``, the word NULL, empty
+strings, any bytes) arrive exactly; a split written again (a rerun after a kill) replaces its
+range; a duplicate key is never skipped silently; a target that refuses ``LOCAL INFILE`` gets
+the same rows by INSERTs. The type round-trip through this path is compared with the INSERTs in
+test_jdbc_write_paths.py."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pymysql
+import pytest
+
+from harness.mariadb import unique_name
+from harness.schemas import col, table_schema
+from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
+from sparkcdc.sinks.jdbc.bulk_load import BulkLoader
+from sparkcdc.testing.mariadb import MariaDBServer
+
+SCHEMA = table_schema(
+    "items",
+    [col("id", "bigint(20)", nullable=False), col("s", "varchar(64)"), col("b", "varbinary(64)")],
+    ["id"],
+)
+ARROW = pa.schema([("id", pa.int64()), ("s", pa.string()), ("b", pa.binary())])
+HW = BinlogOffset("binlog.000001", 4)
+
+# Every string and byte sequence the LOAD DATA text could confuse with its syntax.
+TRICKY: list[tuple[str | None, bytes | None]] = [
+    ("a\tb", b"\t"),
+    ("line\nbreak\r\n", b"\n\r"),
+    ("back\\slash\\", b"\\"),
+    ("\\N", b"\\N"),
+    ("NULL", b"NULL"),
+    ("", b""),
+    (None, None),
+    ("nul \0 byte", b"\x00\x01\xff\xfe"),
+    ("\\t literally, then \\\\n", bytes(range(256))[:64]),
+    ("emoji 😀 'quoted' \"double\"", "é".encode("latin-1")),  # bytes that are not UTF-8
+]
+
+
+@pytest.fixture
+def config(mariadb: MariaDBServer) -> Iterator[JdbcSinkConfig]:
+    assert mariadb.cdc_user and mariadb.cdc_password
+    db = unique_name("bulk") + "_replica"  # the cdc account may create and write *_replica
+    try:
+        yield JdbcSinkConfig("mysql", mariadb.host, mariadb.port, db, mariadb.cdc_user, mariadb.cdc_password)
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`")
+
+
+def _table(rows: list[tuple[int, str | None, bytes | None]]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(ARROW.names, r, strict=True)) for r in rows], schema=ARROW)
+
+
+def _stored(mariadb: MariaDBServer, config: JdbcSinkConfig) -> list[tuple[object, ...]]:
+    return [tuple(r) for r in mariadb.execute(f"SELECT id, s, b FROM `{config.database}`.items ORDER BY id")]
+
+
+def _loaded_by_load_data(sink: JdbcSink) -> bool | None:
+    return sink._bulk.enabled if sink._bulk is not None else None
+
+
+def test_tricky_values_arrive_exactly_and_a_rerun_replaces_the_range(
+    mariadb: MariaDBServer, config: JdbcSinkConfig
+) -> None:
+    rows = [(i, s, b) for i, (s, b) in enumerate(TRICKY, start=1)]
+    split = SnapshotSplit(SCHEMA.table, 0, None, None)
+    sink = JdbcSink(config)
+    try:
+        sink.prepare([SCHEMA])
+        sink.write_split(SCHEMA, split, _table(rows), HW)
+        assert _loaded_by_load_data(sink) is True
+        assert _stored(mariadb, config) == rows
+
+        # The split again, as after a kill: the same rows once, and a row the source deleted
+        # meanwhile (id 2) gone, one it changed (id 3) changed.
+        rerun = [r for r in rows if r[0] != 2]
+        rerun[1] = (3, "changed\tagain", b"\x00")
+        sink.write_split(SCHEMA, split, _table(rerun), HW)
+        sink.write_split(SCHEMA, split, _table(rerun), HW)
+        assert _stored(mariadb, config) == rerun
+    finally:
+        sink.close()
+
+
+def test_a_duplicate_key_is_never_skipped(mariadb: MariaDBServer, config: JdbcSinkConfig) -> None:
+    """``LOCAL`` turns a duplicate key into a warning; the loader then goes the INSERT way, where
+    it is the error the sink redoes the split on (a zombie attempt's rows)."""
+    sink = JdbcSink(config)
+    sink.prepare([SCHEMA])
+    sink.close()
+    mariadb.execute(f"INSERT INTO `{config.database}`.items VALUES (2, 'zombie', NULL)")
+    conn = pymysql.connect(
+        host=config.host,
+        port=config.port,
+        user=config.user,
+        password=config.password,
+        database=config.database,
+        local_infile=True,
+    )
+    loader = BulkLoader(lambda n: f"`{n}`", "the test replica")
+    inserted = []
+
+    def insert() -> None:
+        inserted.append(True)
+        cur.execute("INSERT INTO items VALUES (1, 'a', NULL), (2, 'b', NULL)")
+
+    try:
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            with pytest.raises(pymysql.IntegrityError) as raised:
+                loader.write(cur, SCHEMA, _table([(1, "a", None), (2, "b", None)]), insert)
+            assert raised.value.args[0] == 1062
+            assert inserted == [True]
+            assert loader.enabled is True  # the load ran, and was rolled back to its savepoint
+        conn.rollback()
+    finally:
+        conn.close()
+    assert _stored(mariadb, config) == [(2, "zombie", None)]
+
+
+def test_a_target_without_local_infile_gets_inserts(
+    mariadb: MariaDBServer, config: JdbcSinkConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [(i, s, b) for i, (s, b) in enumerate(TRICKY, start=1)]
+    mariadb.execute("SET GLOBAL local_infile = 0")
+    try:
+        sink = JdbcSink(config)
+        try:
+            sink.prepare([SCHEMA])
+            with caplog.at_level(logging.INFO, logger="sparkcdc.sinks.jdbc.bulk_load"):
+                sink.write_split(SCHEMA, SnapshotSplit(SCHEMA.table, 0, None, (6,)), _table(rows[:5]), HW)
+                sink.write_split(SCHEMA, SnapshotSplit(SCHEMA.table, 1, (6,), None), _table(rows[5:]), HW)
+            assert _loaded_by_load_data(sink) is False
+        finally:
+            sink.close()
+    finally:
+        mariadb.execute("SET GLOBAL local_infile = 1")
+    said = [r.getMessage() for r in caplog.records if "snapshot splits go into" in r.getMessage()]
+    assert len(said) == 1 and "multi-row INSERTs" in said[0], said  # once per sink
+    assert _stored(mariadb, config) == rows
+
+
+def test_bulk_load_off_writes_with_inserts(mariadb: MariaDBServer, config: JdbcSinkConfig) -> None:
+    rows = [(i, s, b) for i, (s, b) in enumerate(TRICKY, start=1)]
+    sink = JdbcSink(JdbcSinkConfig(**{**config.__dict__, "bulk_load": False}))
+    try:
+        sink.prepare([SCHEMA])
+        sink.write_split(SCHEMA, SnapshotSplit(SCHEMA.table, 0, None, None), _table(rows), HW)
+        assert _loaded_by_load_data(sink) is None
+        assert not sink._conn._local_infile
+    finally:
+        sink.close()
+    assert _stored(mariadb, config) == rows
