@@ -3,7 +3,9 @@
 The checkpoint is the driver's whole progress: each table's phase, its planned splits, every
 finished split with its high watermark, whether the snapshot is complete, the committed binlog
 offset, the source position observed when the snapshot finished (``--exit-when-caught-up``),
-the pipeline's server-id range and the source server that wrote those offsets. It must stay
+the pipeline's server-id range, the source server that wrote those offsets, and the definition of
+each streamed table in force at the binlog offset (``definitions``: opaque JSON documents of
+mysql/schema_codec.py, version 2 on; engine/schema_history.py). It must stay
 small enough for a Kubernetes object even for tables with tens of thousands of splits, so the
 encoding is compact:
 
@@ -53,7 +55,10 @@ __all__ = [
     "encode",
 ]
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+# Version 1 lacks ``definitions``: read as a checkpoint without any (the stream then starts with
+# the source's current definitions, as that release did).
+_READABLE = (1, CHECKPOINT_VERSION)
 
 
 class Phase(str, Enum):
@@ -115,10 +120,14 @@ class Checkpoint:
     # The server that wrote the offsets above (core/source_identity.py); None in checkpoints
     # written before it was recorded.
     source: SourceIdentity | None = None
+    # Per streamed table, the definition its events are decoded with at ``binlog_offset`` (JSON,
+    # encoded by mysql/schema_codec.py, which core does not interpret).
+    definitions: Mapping[TableId, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # plain dicts and tuples, so that equal checkpoints compare equal however they were built
         object.__setattr__(self, "tables", dict(self.tables))
+        object.__setattr__(self, "definitions", dict(self.definitions))
         object.__setattr__(self, "plans", dict(self.plans))
         object.__setattr__(self, "finished", {t: tuple(i) for t, i in self.finished.items()})
         if self.server_ids is not None:
@@ -243,7 +252,19 @@ def encode(checkpoint: Checkpoint) -> dict[str, Any]:
         **({"source": checkpoint.source.encode()} if checkpoint.source is not None else {}),
         "watermarks": pack(wm.encode()),
         "tables": tables,
+        **({"definitions": pack(_encode_definitions(checkpoint))} if checkpoint.definitions else {}),
     }
+
+
+def _encode_definitions(checkpoint: Checkpoint) -> list[Any]:
+    return [[t.database, t.table, checkpoint.definitions[t]] for t in sorted(checkpoint.definitions)]
+
+
+def _decode_definitions(doc: Any) -> dict[TableId, Any]:
+    entries = unpack(doc) if doc is not None else []
+    if not isinstance(entries, list):
+        raise CheckpointError(f"bad definitions block {entries!r:.200}")
+    return {TableId(str(db), str(table)): definition for db, table, definition in entries}
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,10 +303,10 @@ def _check_version(doc: Any) -> None:
     if not isinstance(doc, dict):
         raise CheckpointError(f"a checkpoint is a JSON object, got {type(doc).__name__}")
     version = doc.get("version")
-    if version != CHECKPOINT_VERSION:
+    if version not in _READABLE:
         raise CheckpointError(
-            f"checkpoint version {version!r} is not supported: this sparkcdc reads version "
-            f"{CHECKPOINT_VERSION} only (was the checkpoint written by a different release?)"
+            f"checkpoint version {version!r} is not supported: this sparkcdc reads versions "
+            f"{', '.join(map(str, _READABLE))} only (was the checkpoint written by a different release?)"
         )
 
 
@@ -309,6 +330,7 @@ def decode(doc: Any) -> Checkpoint:
             snapshot_end_offset=decode_offset(doc.get("snapshotEndOffset")),
             server_ids=(int(server_ids[0]), int(server_ids[1])) if server_ids else None,
             source=SourceIdentity.decode(doc.get("source")),
+            definitions=_decode_definitions(doc.get("definitions")),
         )
     except CheckpointError:
         raise

@@ -25,6 +25,9 @@ binlog position the definition is known to have been loaded at or before (``load
 schemas the stream starts with, the source's position when the binlog phase starts; after a
 statement followed from a definition known to precede it, the statement's own offset, since the
 definition kept is the one as of it); a statement past it is known to come after the definition.
+A resumed stream starts from the definitions and positions its checkpoint recorded
+(schema_history.py), so a replay across several statements judges each against the definition
+right before it, and decodes the rows between them with the definition of their time.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from sparkcdc.core.checkpoint import Checkpoint, Phase, TableState
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.column_changes import Evolution, evolve
+from sparkcdc.engine.column_order import in_statement_order
 from sparkcdc.engine.online_schema_change import follow_swap, swaps
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import StreamingChangeReader
@@ -71,6 +75,9 @@ class SchemaChange:
     evolutions: tuple[Evolution, ...] = ()
     failures: Mapping[TableId, str] = field(default_factory=dict)
     truncated: tuple[TableId, ...] = ()
+    # The tracker's ``loaded_at`` of the evolved tables once judged: what the checkpoint past
+    # the statement records with their definitions (schema_history.py).
+    loaded_at: Mapping[TableId, BinlogOffset] = field(default_factory=dict)
 
 
 def failure_message(table: TableId, statement: str, offset: BinlogOffset, reason: str) -> str:
@@ -179,7 +186,8 @@ class SchemaTracker:
             self._schemas.pop(table, None)
             reader.set_schema(table, None)
         truncated = tuple(t for t in truncated if t not in failures)
-        return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures, truncated)
+        at = {e.table: self._loaded_at[e.table] for e in evolutions if e.table in self._loaded_at}
+        return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures, truncated, at)
 
     def _swap(self, conn: Any, table: TableId, old: TableId, at: BinlogOffset) -> Evolution:
         """An online schema change's swap (online_schema_change.py); the definition kept is the
@@ -197,6 +205,8 @@ class SchemaTracker:
         known = loaded is not None and at > loaded
         old = self._schemas[entry.table]
         evolution = evolve(conn, entry, old, self._overrides.get(str(entry.table)), loaded_before=known)
+        # Row images after it are decoded by position where the binlog names no columns.
+        evolution = in_statement_order(entry, old, evolution)
         if known:
             # The definition kept is the one as of the statement (column_changes.py), built on one
             # known to precede it: any later statement of the table comes after it.

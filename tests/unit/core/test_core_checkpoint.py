@@ -164,8 +164,8 @@ def test_explicit_values_survive() -> None:
 
 
 def test_unknown_version_is_rejected() -> None:
-    with pytest.raises(CheckpointError, match="version 2 is not supported"):
-        decode({"version": 2})
+    with pytest.raises(CheckpointError, match="version 3 is not supported"):
+        decode({"version": 3})
     with pytest.raises(CheckpointError):
         decode([])
     with pytest.raises(CheckpointError, match="malformed"):
