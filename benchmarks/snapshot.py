@@ -43,6 +43,7 @@ largest resident set of the ``sparkcdc run`` tree, sampled every 100 ms. Results
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -399,6 +400,10 @@ def main() -> None:
     results["target"] = {"changelog_ratio_to_client": 0.6, "jdbc_times_faster_than_dump": 1.5}
     results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     path = write_results("snapshot", results)
+    with contextlib.suppress(ImportError):  # matplotlib: the bench extra
+        from plots import snapshot_chart
+
+        console.print(f"chart written to {snapshot_chart(results)}")
 
     table = Table(title=f"snapshot of {rows:,} rows × 7 columns (chunk read: {method})")
     headers = ("path", "seconds", "rows/s", "× client", "CPU s", "server CPU s", "peak RSS", "wall")
