@@ -14,7 +14,8 @@ Uses the table of benchmarks/snapshot.py (``bench.orders``, 7 columns) with ROWS
                 (``startup: specific-offset``) into the same sink, which holds the snapshot (so the
                 MERGE runs against the full table): seconds from "streaming the binlog" to the
                 checkpoint reaching the backlog's end, events/s. (JDBC runs last: its replica's
-                writes land in the same server's binlog.)
+                writes land in the same server's binlog.) For Delta, each MERGE's source rows and
+                Delta's own timings (``merges``, from the table's log).
 
 Ratios are against the changelog sink of the same run. Results go to
 ``benchmarks/results/delta.json``.
@@ -23,6 +24,7 @@ Ratios are against the changelog sink of the same run. Results go to
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -90,6 +92,27 @@ def backlog(server: Any, events: int, seed: int = 11) -> tuple[BinlogOffset, Bin
         conn.close()
     file, pos = server.binlog_position()
     return start, BinlogOffset(file, pos), done
+
+
+def merge_commits(table: Path) -> list[dict[str, int]]:
+    """The MERGE commits in a Delta table's log (read from its JSON files, no Spark): source rows
+    and Delta's own timings (``operationMetrics``) — how many MERGEs a backlog took, and where
+    their time went."""
+    merges = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            info = json.loads(line).get("commitInfo") if line.strip() else None
+            if info and info.get("operation") == "MERGE":
+                metrics = info.get("operationMetrics", {})
+                merges.append(
+                    {
+                        "source_rows": int(metrics.get("numSourceRows", 0)),
+                        "execution_ms": int(metrics.get("executionTimeMs", 0)),
+                        "scan_ms": int(metrics.get("scanTimeMs", 0)),
+                        "rewrite_ms": int(metrics.get("rewriteTimeMs", 0)),
+                    }
+                )
+    return merges
 
 
 def run_binlog(
@@ -170,6 +193,8 @@ def main() -> None:
             console.print(f"binlog into {kind} …")
             figures = run_binlog(server, work, f"log-{kind}", sinks[kind], start, end)
             figures["events_per_second"] = round(events / figures["binlog_seconds"])
+            if kind == "delta":
+                figures["merges"] = merge_commits(work / "lake" / DATABASE / TABLE)
             binlog[kind] = figures
         server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")
     base_snap = snapshot["changelog"]["rows_per_second"]

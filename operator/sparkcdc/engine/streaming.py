@@ -28,6 +28,7 @@ from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.backlog import LAG_CHECK_SECONDS, BacklogProbe
+from sparkcdc.engine.batch_sizing import gathering
 from sparkcdc.engine.cascading import CascadeFollower
 from sparkcdc.engine.catchup import CatchupRunner, CatchupSettings
 from sparkcdc.engine.listener import BatchCommit, PipelineListener, event_counts, net_counts
@@ -35,7 +36,8 @@ from sparkcdc.engine.live_reader import END, Batch, ReaderThread
 from sparkcdc.engine.native_live import NativeLive, native_tables
 from sparkcdc.engine.planning import key_order
 from sparkcdc.engine.schema_apply import apply_schema_change
-from sparkcdc.engine.schema_changes import SchemaChange, SchemaTracker, affected, loaded_positions
+from sparkcdc.engine.schema_changes import SchemaChange, SchemaTracker, affected
+from sparkcdc.engine.schema_history import SchemaHistory
 from sparkcdc.engine.table_failures import StreamFailures, decode_failure_message
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeFollower
 from sparkcdc.mysql.binlog.reader import DdlStatement
@@ -98,6 +100,7 @@ class BinlogStreamer:
         self._failures = StreamFailures(Checkpoint(), self._schemas, listener)
         self._cascades: CascadeFollower | None = None
         self._loaded_at: dict[TableId, BinlogOffset] = {}  # schema_changes.py ``loaded_at``
+        self._history = SchemaHistory()  # the definitions each checkpoint records
 
     def build_filter(self, checkpoint: Checkpoint) -> BinlogSplitFilter:
         snapshotted = {t: checkpoint.finished.get(t, ()) for t in self._schemas if checkpoint.finished.get(t)}
@@ -114,7 +117,8 @@ class BinlogStreamer:
         behind (engine/backlog.py); in between the live path, on the Go decoder where it is exact
         (engine/native_live.py), else on python-mysql-replication."""
         self._failures = StreamFailures(checkpoint, self._schemas, self._listener)
-        self._loaded_at = loaded_positions(self._source, self._schemas)
+        # A resume decodes with the definitions of the checkpoint's time (schema_history.py).
+        self._loaded_at = self._history.resume(self._source, self._schemas, checkpoint)
         self._cascades = CascadeFollower(self._source, self._sink, self._schemas, self._listener)
         if self._cascades:
             self._failures.link(self._cascades.plan.linked)
@@ -180,11 +184,14 @@ class BinlogStreamer:
         finally:
             conn.close()
         spec = self._settings.binlog
-        settings = FollowSettings(spec.batch_rows, spec.batch_interval_ms, spec.heartbeat_interval_seconds)
+        gathered = gathering(self._sink, spec)  # batch_sizing.py: bigger batches when behind
+        capacity = gathered.capacity(spec.batch_rows)
+        heartbeat = spec.heartbeat_interval_seconds
+        settings = FollowSettings(spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity)
         ids = self._settings.server_id, self._settings.source_server_id
         follower = NativeFollower(decoder, self._source, ids[0], tables, start, flavor, settings, ids[1])
         self._listener.message(f"the live path reads from {start} with the Go decoder")
-        return NativeLive(follower, self._apply_native, lambda ddl: bool(affected(ddl, tables)), 0.2)
+        return NativeLive(follower, self._apply_native, lambda d: bool(affected(d, tables)), 0.2, gathered)
 
     def _apply_native(self, batch: NativeBatch, checkpoint: Checkpoint) -> Checkpoint:
         """One batch of the Go decoder: applied per table as a catch-up round, then checkpointed."""
@@ -194,7 +201,10 @@ class BinlogStreamer:
         self._failures.apply(self._sink, changes, batch.end)
         seconds = time.perf_counter() - started
         checkpoint = self._save_done(replace(checkpoint, binlog_offset=batch.end))
-        commit = BatchCommit(batch.events, batch.end, seconds, batch.newest_ms, net_counts(live), read_at)
+        # The checkpoint's offset, not the batch's: it carries the GTID position (status.progress
+        # gtidPosition, which a failover is followed by).
+        end = checkpoint.binlog_offset or batch.end
+        commit = BatchCommit(batch.events, end, seconds, batch.newest_ms, net_counts(live), read_at)
         self._listener.batch_committed(commit)
         return checkpoint
 
@@ -329,12 +339,13 @@ class BinlogStreamer:
         checkpoint past the statement (a crash before that repeats it, idempotently)."""
         follow = self._sink, self._schemas, self._failures, self._listener
         apply_schema_change(change, *follow, decoded, splits)
+        self._history.followed(change, self._schemas)
         checkpoint = self._with_failures(replace(checkpoint, binlog_offset=change.offset))
         self._save(checkpoint)
         return checkpoint
 
     def _with_failures(self, checkpoint: Checkpoint) -> Checkpoint:
-        return self._failures.onto(checkpoint)
+        return self._history.onto(self._failures.onto(checkpoint))
 
     def _with_gtid(self, offset: BinlogOffset) -> BinlogOffset:
         """``offset`` with its GTID position (catch-up rounds end at positions listed without

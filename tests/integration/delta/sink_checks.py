@@ -134,6 +134,45 @@ class Checks:
         assert binlog == ["binlog.000002:1000", "binlog.000002:2000", "binlog.000002:3000"], binlog
         print("ok replay_is_idempotent", flush=True)
 
+    def merge_touches_its_files(self) -> None:
+        """A MERGE marks rows only in the files holding its keys (deletion vectors: no unchanged
+        row is copied), and its key span keeps the other waves' files out of its scan."""
+        from delta.tables import DeltaTable
+
+        schema = self.schema("replay")
+        sink = DeltaSinkConfig(str(self.lake / "files")).open()
+        sink.prepare([schema])
+        bounds: list[tuple[int | None, int | None]] = [(None, 1000), (1000, 2000), (2000, None)]
+        for index, (start, end) in enumerate(bounds):
+            low = start or 0
+            rows = pa.Table.from_pylist(
+                [{"id": i, "v": f"s{i}"} for i in range(low, end or low + 1000)], schema=schema.arrow_schema()
+            )
+            split = SnapshotSplit(
+                schema.table, index, None if start is None else (start,), None if end is None else (end,)
+            )
+            sink.write_frame(schema, [split], self.frame(sink, schema, rows))
+        path = sink._config.table_path(schema)
+        changes = TableChanges(
+            schema.table,
+            {(1500,): {"id": 1500, "v": "m"}, (1600,): {"id": 1600, "v": "m"}},
+            [(1700,)],
+            end=BinlogOffset("binlog.000002", 500),
+        )
+        sink.apply_changes(schema, changes)
+        history = DeltaTable.forPath(sink.session, path).history().orderBy("version").collect()
+        waves = [dict(r["operationMetrics"]) for r in history if r["operation"] == "WRITE"]
+        merge = dict(history[-1]["operationMetrics"])
+        assert history[-1]["operation"] == "MERGE", history[-1]
+        middle = int(waves[1]["numFiles"])
+        touched = int(merge["numTargetDeletionVectorsAdded"]) + int(merge["numTargetFilesRemoved"])
+        assert 1 <= touched <= middle, (merge, middle)
+        assert int(merge["numTargetRowsUpdated"]) == 2 and int(merge["numTargetRowsDeleted"]) == 1, merge
+        assert int(merge["numTargetRowsCopied"]) == 0, merge
+        got = {r["id"]: r["v"] for r in self.read(sink, schema).to_pylist()}
+        assert len(got) == 2999 and got[1500] == got[1600] == "m" and 1700 not in got and got[2500] == "s2500"
+        print("ok merge_touches_its_files", flush=True)
+
     def string_key_ranges(self) -> None:
         """Re-writing a split of a utf8mb4_general_ci key replaces exactly the keys MySQL puts in
         its range: 'B' lies in [ , 'c'), 'Zed' and '_x' do not (they would in binary order)."""
@@ -284,6 +323,7 @@ def _sink_checks(request: dict[str, Any], spark: Any) -> None:
     checks = Checks(request, spark)
     checks.types_round_trip()
     checks.replay_is_idempotent()
+    checks.merge_touches_its_files()
     checks.string_key_ranges()
     checks.tail_resplit()
     checks.unfinished_log()

@@ -16,7 +16,14 @@ from sparkcdc.sinks.base import SinkError
 if TYPE_CHECKING:
     from sparkcdc.sinks.delta.sink import DeltaSink
 
-__all__ = ["APP_ID", "DeltaSinkConfig", "commit_metadata", "metadata", "txn_version"]
+__all__ = [
+    "APP_ID",
+    "DELTA_BEHIND_BATCH_EVENTS",
+    "DeltaSinkConfig",
+    "commit_metadata",
+    "metadata",
+    "txn_version",
+]
 
 APP_ID = "sparkcdc"
 _META = "sparkcdc"
@@ -27,6 +34,9 @@ _POS_BITS = 40
 # sink asks for fewer, larger binlog batches than the defaults unless the spec sets them.
 DELTA_BATCH_ROWS = 50_000
 DELTA_BATCH_INTERVAL_MS = 10_000
+# When the Go decoder's live path is behind, the batches waiting are merged as one up to this many
+# events (engine/batch_sizing.py): the MERGE's fixed cost is paid once per this many, not per batch.
+DELTA_BEHIND_BATCH_EVENTS = 200_000
 
 
 def txn_version(offset: BinlogOffset) -> int:

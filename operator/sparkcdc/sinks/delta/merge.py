@@ -31,7 +31,8 @@ from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_stored_lit
 __all__ = ["DELETE_FLAG", "changes_table", "merge_batch", "merge_condition"]
 
 DELETE_FLAG = "__sparkcdc_delete"
-_BROADCAST_ROWS = 200_000
+# Above the largest gathered batch (DELTA_BEHIND_BATCH_EVENTS plus one batch): a few tens of MB.
+_BROADCAST_ROWS = 400_000
 
 
 def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChanges, end: BinlogOffset) -> None:
@@ -74,11 +75,19 @@ def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChange
 def changes_table(schema: TableSchema, changes: TableChanges) -> pa.Table:
     """Upserts (full rows) and deletes (keys, other columns null) with the delete flag."""
     arrow = schema.arrow_schema()
-    names = schema.column_names
-    upserts = [{n: row.get(n) for n in names} for row in changes.upserts.values()]
-    deletes = [dict(zip(schema.row_key, key, strict=True)) for key in changes.deletes]
-    canonical = pa.Table.from_pylist(upserts + deletes, schema=arrow)
-    flags = pa.array([False] * len(upserts) + [True] * len(deletes), pa.bool_())
+    images = list(changes.upserts.values())
+    deletes = changes.deletes
+    at = {name: i for i, name in enumerate(schema.row_key)}
+    columns = []
+    # Column by column: several times cheaper than a dict per row (a batch gathered while the
+    # reader was behind holds a few hundred thousand rows).
+    for column in arrow:
+        values = [row.get(column.name) for row in images]
+        index = at.get(column.name)
+        values.extend([None] * len(deletes) if index is None else [key[index] for key in deletes])
+        columns.append(pa.array(values, type=column.type))
+    canonical = pa.Table.from_arrays(columns, schema=arrow)
+    flags = pa.array([False] * len(images) + [True] * len(deletes), pa.bool_())
     return to_spark_arrow(schema, canonical).append_column(
         pa.field(DELETE_FLAG, pa.bool_(), nullable=False), flags
     )
