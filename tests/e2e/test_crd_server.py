@@ -50,7 +50,7 @@ SERVER_REJECTS = {
     "unknown_field": 'unknown field "spec.snapshot.chunkSise"',
     "unknown_mode": 'spec.startup.mode: Unsupported value: "newest"',
     "unknown_sink_type": 'spec.sink.type: Unsupported value: "kafka"',
-    "verify_ca_without_ca": "caSecretRef is required when mode is verify-ca or verify-identity",
+    "verify_ca_without_ca": "caSecretRef is required when mode is verify-ca",
     "wrong_type": "spec.source.port in body must be of type integer",
 }
 # Only `sparkcdc validate` and the operator catch these: they need a regex engine, time zone data, other
