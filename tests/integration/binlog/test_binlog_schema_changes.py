@@ -3,16 +3,16 @@
 * ADD COLUMN (with a default, so rows that existed get it) and DROP COLUMN: the replica table
   is altered at that place in the stream and keeps equal to the source, row for row and column
   for column; the changelog's records carry the new column from then on.
-* a narrowing column type change (MODIFY) and a RENAME TABLE stop only their table: it is FAILED in the
-  checkpoint with an error naming the table and the statement, shown as a warning; its later
+* a narrowing column type change (MODIFY) and a RENAME TABLE stop only their table: it is FAILED in
+  the checkpoint with an error naming the table and the statement, shown as a warning; its later
   changes are not applied; the other tables keep streaming; the run exits 4 naming them; a rerun
   resumes although the renamed table no longer exists.
 * DDL on a table that is not captured is ignored.
 
 Both ways a DDL reaches the pipeline are covered: written while the pipeline was down (the
 resumed reader decodes the older events with the definitions the checkpoint recorded, moved
-forward by each statement: engine/schema_history.py), and while it streams (the definition is reloaded in the reader
-thread before the next event is decoded).
+forward by each statement: engine/schema_history.py), and while it streams (the definition is
+reloaded in the reader thread before the next event is decoded).
 """
 
 from __future__ import annotations
