@@ -67,10 +67,7 @@ if [ "$MODE" = build ] && [ -x "$BIN" ] && [ "$(cat "$BIN.sources" 2>/dev/null)"
   echo "$BIN"
   exit 0
 fi
-if [ -z "${GO:-}" ]; then
-  GO=$(command -v go 2>/dev/null || true)
-  [ -n "$GO" ] || GO=/usr/local/go/bin/go
-fi
+GO=$(sparkcdc_go)
 if [ ! -x "$GO" ] && ! command -v "$GO" >/dev/null 2>&1; then
   log "no Go on this machine: parallel catch-up will decode with python-mysql-replication"
   [ "$MODE" = --check ] && exit 3

@@ -9,6 +9,13 @@ sparkcdc_cache_dir() {
   echo "${SPARKCDC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sparkcdc}"
 }
 
+# The Go toolchain the scripts that build into the cache use (binlogdec, kube binaries, promtool,
+# gh-ost): $GO, else go on PATH, else the machine's /usr/local/go.
+sparkcdc_go() {
+  if [ -n "${GO:-}" ]; then echo "$GO"; return; fi
+  command -v go 2>/dev/null || echo /usr/local/go/bin/go
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   sparkcdc_cache_dir

@@ -49,10 +49,7 @@ if [ "$MODE" = build ] && [ -x "$BIN" ] && [ "$(cat "$BIN.sum" 2>/dev/null)" = "
   echo "$BIN"
   exit 0
 fi
-if [ -z "${GO:-}" ]; then
-  GO=$(command -v go 2>/dev/null || true)
-  [ -n "$GO" ] || GO=/usr/local/go/bin/go
-fi
+GO=$(sparkcdc_go)
 [ -x "$GO" ] || { log "no Go toolchain ($GO): cannot build gh-ost"; exit 1; }
 
 mkdir -p "$OUT"

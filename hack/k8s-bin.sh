@@ -29,10 +29,7 @@ NICE=${NICE:-15}
 FORCE=0
 [ "${1:-}" = "--force" ] && FORCE=1
 
-if [ -z "${GO:-}" ]; then
-  GO=$(command -v go 2>/dev/null || true)
-  [ -n "$GO" ] || GO=/usr/local/go/bin/go
-fi
+GO=$(sparkcdc_go)
 
 BIN_DIR=$CACHE/k8s-bin/$K8S_VERSION
 SRC_DIR=$CACHE/k8s-bin/src

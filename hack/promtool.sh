@@ -30,10 +30,7 @@ NICE=${NICE:-15}
 FORCE=0
 [ "${1:-}" = "--force" ] && FORCE=1
 
-if [ -z "${GO:-}" ]; then
-  GO=$(command -v go 2>/dev/null || true)
-  [ -n "$GO" ] || GO=/usr/local/go/bin/go
-fi
+GO=$(sparkcdc_go)
 
 BIN_DIR=$CACHE/promtool/$PROMETHEUS_VERSION
 mkdir -p "$BIN_DIR"
