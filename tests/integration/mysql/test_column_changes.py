@@ -3,27 +3,16 @@ which stop the table because the definition reloaded after the statement cannot 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.column_changes import evolve
-from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.ddl import DdlKind, TableDdl, parse_ddl
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
-
-
-@pytest.fixture
-def conn(source_config: SourceConfig) -> Iterator[Any]:
-    connection = connect(source_config)
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 def _setup(mariadb: MariaDBServer, db: str, conn: Any) -> tuple[TableId, TableSchema]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -71,15 +71,6 @@ KEY_TYPES: dict[str, tuple[str, Callable[[int], list[Any]]]] = {
     ),
     "double": ("k DOUBLE NOT NULL", lambda n: [i * 0.1 - 2 for i in range(n)]),
 }
-
-
-@pytest.fixture
-def conn(source_config: SourceConfig) -> Iterator[Any]:
-    connection = connect(source_config)
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 def _plan(conn: Any, schema: TableSchema, chunk_size: int) -> list[SnapshotSplit]:

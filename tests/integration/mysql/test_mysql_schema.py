@@ -1,25 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
-
-
-@pytest.fixture
-def conn(source_config: SourceConfig) -> Iterator[Any]:
-    connection = connect(source_config)
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 def test_columns_keys_and_arrow_schema(mariadb: MariaDBServer, fresh_db: str, conn: Any) -> None:

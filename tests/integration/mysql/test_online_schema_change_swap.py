@@ -7,26 +7,15 @@ tests/integration/binlog/test_online_schema_change.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.online_schema_change import follow_swap
-from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.testing.mariadb import MariaDBServer
-
-
-@pytest.fixture
-def conn(source_config: SourceConfig) -> Iterator[Any]:
-    connection = connect(source_config)
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 def _swap(mariadb: MariaDBServer, db: str, conn: Any, alter: str) -> tuple[TableId, TableId, TableSchema]:
