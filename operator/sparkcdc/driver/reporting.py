@@ -197,9 +197,10 @@ class DriverProgress(PipelineListener):
         self._push()
 
     def retention_observed(self, report: BinlogRetention) -> None:
-        """What the source retains of the binlog this pipeline needs (driver/retention.py)."""
+        """What the source retains of the binlog this pipeline needs (driver/retention.py). Sent
+        with the next progress report, not on its own: a status write of its own could be the
+        first thing a driver replaced meanwhile does, fencing it before its sink transaction does."""
         self._retention = report
-        self._push()
 
     def source_identified(self, identity: SourceIdentity) -> None:
         self._source = identity.describe()

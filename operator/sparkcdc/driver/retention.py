@@ -32,16 +32,34 @@ from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import binlog_files, current_offset
 
 __all__ = [
+    "REPUBLISH_AFTER",
     "RETENTION_CHECK_SECONDS",
     "RetentionTracker",
     "RetentionWatch",
     "needed_file",
     "start_retention_watch",
+    "worth_publishing",
 ]
 
 log = logging.getLogger(__name__)
 
 RETENTION_CHECK_SECONDS = 60.0
+# A bound that only moves is published again this far on, not at every look: each publication is
+# a status write, and the operator's margins are hours.
+REPUBLISH_AFTER = timedelta(minutes=10)
+
+
+def worth_publishing(previous: BinlogRetention | None, report: BinlogRetention) -> bool:
+    """Whether ``report`` says something ``previous`` (the last one published) did not."""
+    if previous is None:
+        return True
+    shape = ("needed_file", "current_file", "files_before", "expire_seconds")
+    if any(getattr(previous, f) != getattr(report, f) for f in shape):
+        return True
+    before, now = parse_time(previous.purge_not_before), parse_time(report.purge_not_before)
+    if before is None or now is None:
+        return before != now
+    return now - before >= REPUBLISH_AFTER
 
 
 def needed_file(checkpoint: Checkpoint | None) -> str | None:
@@ -130,6 +148,7 @@ class RetentionWatch(threading.Thread):
         self._look, self._checkpoint, self._publish = look, checkpoint, publish
         self._tracker, self._interval, self._clock = tracker, interval, clock
         self._stopped = threading.Event()
+        self._published: BinlogRetention | None = None
 
     def run(self) -> None:
         while not self._stopped.is_set():
@@ -148,7 +167,9 @@ class RetentionWatch(threading.Thread):
             self._tracker.report(source.current_file, source, self._clock())  # remember the moment
             return None
         report = self._tracker.report(needed, source, self._clock())
-        self._publish(report)
+        if worth_publishing(self._published, report):
+            self._publish(report)
+            self._published = report
         return report
 
     def stop(self) -> None:

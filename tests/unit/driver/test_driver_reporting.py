@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from harness.reconcile_fixtures import pipeline
+from sparkcdc.api.status import BinlogRetention
 from sparkcdc.core.checkpoint import Checkpoint, Phase, TablePlan, TableState
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.source_identity import SourceIdentity
@@ -174,3 +175,18 @@ def test_metrics_port_from_the_environment() -> None:
     assert metrics_port({"SPARKCDC_DRIVER_METRICS_PORT": "9123"}) == 9123
     assert metrics_port({"SPARKCDC_DRIVER_METRICS_PORT": "0"}) == 0
     assert metrics_port({"SPARKCDC_DRIVER_METRICS_PORT": "http"}) == 0
+
+
+def test_the_retention_report_rides_with_the_next_progress_write() -> None:
+    """driver/retention.py's report is no status write of its own (a replaced driver's first write
+    would fence it before its sink transaction does); the next progress report carries it."""
+    pushed = Pushed()
+    progress = DriverProgress(pushed, DriverMetrics(), clock=lambda: NOW)
+    report = BinlogRetention(needed_file="binlog.000001", current_file="binlog.000001", expire_seconds=60.0)
+    progress.retention_observed(report)
+    assert not pushed.items
+    progress.batch_committed(BatchCommit(3, HW))
+    assert pushed.last["binlogRetention"] == {
+        "neededFile": "binlog.000001", "currentFile": "binlog.000001",
+        "filesBefore": 0, "expireSeconds": 60.0,
+    }  # fmt: skip

@@ -9,7 +9,13 @@ from sparkcdc.api.status import BinlogRetention
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.reconcile_types import format_time
-from sparkcdc.driver.retention import RetentionTracker, RetentionWatch, SourceRetention, needed_file
+from sparkcdc.driver.retention import (
+    REPUBLISH_AFTER,
+    RetentionTracker,
+    RetentionWatch,
+    SourceRetention,
+    needed_file,
+)
 
 T0 = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc)
 DAY = 86400.0
@@ -82,3 +88,28 @@ def test_the_watch_publishes_only_when_a_file_is_needed_and_survives_a_lost_sour
     # the moment remembered from the first look bounds the file
     assert published[-1].purge_not_before == format_time(T0 + timedelta(days=1))
     assert watch.check() is None and len(published) == 1  # a lost source is skipped, not raised
+
+
+def test_a_bound_that_only_moves_is_republished_at_a_bounded_rate() -> None:
+    """Each publication is a status write: the same files again are not news until the bound
+    moved by ``REPUBLISH_AFTER`` (a driver paused and resumed writes nothing new at once)."""
+    published: list[BinlogRetention] = []
+    now = [T0]
+    checkpoint = Checkpoint(binlog_offset=BinlogOffset("bin.000002", 4))
+    watch = RetentionWatch(
+        lambda: source("bin.000002"),
+        lambda: checkpoint,
+        published.append,
+        RetentionTracker(),
+        clock=lambda: now[0],
+    )
+    watch.check()
+    now[0] = T0 + REPUBLISH_AFTER / 2
+    watch.check()
+    assert len(published) == 1
+    now[0] = T0 + REPUBLISH_AFTER
+    watch.check()
+    assert len(published) == 2 and published[-1].purge_not_before == format_time(now[0] + timedelta(days=1))
+    checkpoint = Checkpoint(binlog_offset=BinlogOffset("bin.000003", 4))  # a new needed file: news
+    watch.check()
+    assert len(published) == 3
