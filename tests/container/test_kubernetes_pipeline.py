@@ -110,6 +110,7 @@ def readme_pipeline(mariadb: MariaDBServer, db: str, images: Images) -> str:
     spec = pipeline["spec"]
     source = {"host": mariadb.host, "port": mariadb.port, "user": mariadb.cdc_user}
     source["tables"] = [f"{db}.orders"]
+    source["tls"] = {"mode": "disabled"}  # the README's CA Secret is the user's; this server has no TLS
     spec["source"].update(source)
     spec["sink"].update(url=f"mysql://{mariadb.host}:{mariadb.port}/{db}_replica", user=mariadb.cdc_user)
     # Small splits on the executors from the start: a snapshot long enough to kill pods in.

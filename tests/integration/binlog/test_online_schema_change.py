@@ -13,6 +13,9 @@ swapped the tables and exited, restarted, and catches up after the writer stops.
 * the sink holds ``x`` and ``y`` only (besides its own ``sparkcdc_`` tables): no copy of the
   tools appeared there.
 
+The writer pauses around gh-ost's cut-over (its postpone flag): on MariaDB gh-ost's atomic cut-over
+can lose a write queued behind its lock at the source itself (docs/operations.md), which no replica
+can follow; pt-osc's writer goes on throughout.
 gh-ost is built by hack/gh-ost.sh (bootstrap runs it); pt-online-schema-change is the Debian
 package percona-toolkit. pt-osc runs with ``--no-drop-old-table``: a pipeline that resumes from
 before the swap after it happened reads ``x``'s previous definition from ``_x_old``
@@ -75,8 +78,10 @@ def _tool_command(tool: str, case: Case, alter: str) -> tuple[list[str], str]:
             f"--database={db}", "--table=x", f"--alter={alter}", "--allow-on-master", "--assume-rbr",
             "--initially-drop-old-table",
             "--chunk-size=20", "--nice-ratio=4", "--default-retries=30", "--cut-over-lock-timeout-seconds=5",
-            f"--serve-socket-file={case.work / 'gh-ost.sock'}", "--execute",
+            f"--serve-socket-file={case.work / 'gh-ost.sock'}",
+            f"--postpone-cut-over-flag-file={_flag(case)}", "--execute",
         ]  # fmt: skip
+        _flag(case).touch()
         return command, "_x_gho"
     executable = shutil.which("pt-online-schema-change")
     assert executable, "install percona-toolkit (hack/bootstrap.sh)"
@@ -86,6 +91,35 @@ def _tool_command(tool: str, case: Case, alter: str) -> tuple[list[str], str]:
         "--no-drop-old-table", "--execute",
     ]  # fmt: skip
     return command, "_x_new"
+
+
+def _flag(case: Case) -> Path:
+    return case.work / "cut-over.flag"
+
+
+def _cut_over(tool: str, process: subprocess.Popen[bytes], case: Case, log: Path, writer: _Writer) -> _Writer:
+    """Let the tool swap the tables and finish; returns the writer that goes on.
+
+    gh-ost's atomic cut-over relies on MySQL's metadata-lock priority (gh-ost#82): on MariaDB a
+    write queued behind its lock can run on the old table before the RENAME and so be lost from the
+    new one (gh-ost#653): the source itself loses it, which no replica can follow. So the writer
+    pauses around gh-ost's cut-over: gh-ost waits at its postpone flag (its copy done, the binlog
+    still applied), the writer stops, the flag goes, gh-ost swaps, a new writer starts. pt-osc's
+    triggers write both tables in the same transaction; its writer goes on throughout."""
+    if tool != "gh-ost":
+        _finished(process, log)
+        return writer
+    wait_until(
+        lambda: "postponing cut-over" in log.read_text(errors="replace") or process.poll() is not None,
+        timeout=240,
+        message="gh-ost waiting at its cut-over",
+    )
+    writer.stop()
+    _flag(case).unlink()
+    _finished(process, log)
+    fresh = _Writer(case.server, seed=writer.rng.randrange(2**32), db=case.db, pause=0.01)
+    fresh.start()
+    return fresh
 
 
 def _count(case: Case, table: str) -> int:
@@ -135,7 +169,7 @@ def test_online_schema_change_under_a_writer_with_kills(case: Case, tool: str) -
     name = "osc"
     manifest = case.manifest("osc.yaml", case.pipeline(name, [f"re:{db}\\..*"]))
     replica = case.sink_db(name)
-    log = case.work / f"{tool}.log"
+    log = case.work / f"{tool}-1.log"  # one log per run: _cut_over reads the run's own
 
     run = case.start(manifest)
     writer = _Writer(case.server, seed=20261127, db=db, pause=0.01)
@@ -154,12 +188,13 @@ def test_online_schema_change_under_a_writer_with_kills(case: Case, tool: str) -
         run.kill()
         assert copy not in _sink_tables(case, replica)
         run = case.start(manifest)
-        _finished(process, log)
+        writer = _cut_over(tool, process, case, log, writer)
         case.wait_offset(run, name, case.position(), timeout=240)
         # Second change: a kill right after the cut-over, mostly before the pipeline passed the
         # swap (it then resumes with x's later definition).
+        log = case.work / f"{tool}-2.log"
         process, copy = _start_tool(tool, case, ALTER_AGAIN, log)
-        _finished(process, log)
+        writer = _cut_over(tool, process, case, log, writer)
         run.kill()
         run = case.start(manifest)
         time.sleep(2)
