@@ -40,16 +40,21 @@ _TESTS_DIR = Path(__file__).parent
 # their image, inherit nothing: the e2e pipelines say ``snapshot.readInDriver: never`` instead.
 os.environ.setdefault(IN_DRIVER_ENV, "never")
 _KINDS = ("unit", "integration", "e2e")
+# Local tests that take minutes each (a Delta-enabled JVM, long kill loops): marked ``heavy`` so
+# hack/test.sh runs them as a third pytest beside the other local tests and the cluster tests.
+_HEAVY = (("integration", "delta"), ("integration", "binlog", "test_chaos.py"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         try:
-            kind = Path(str(item.path)).resolve().relative_to(_TESTS_DIR.resolve()).parts[0]
+            parts = Path(str(item.path)).resolve().relative_to(_TESTS_DIR.resolve()).parts
         except ValueError:
             continue
-        if kind in _KINDS:
-            item.add_marker(getattr(pytest.mark, kind))
+        if parts[0] in _KINDS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
+        if any(parts[: len(prefix)] == prefix for prefix in _HEAVY):
+            item.add_marker(pytest.mark.heavy)
 
 
 @pytest.fixture(scope="session")

@@ -126,6 +126,7 @@ class MariaDBServer:
         self.data_dir = self.base_dir / "data"
         self.error_log = self.base_dir / "error.log"
         self.pid_file = self.base_dir / "mariadbd.pid"
+        self.tmp_dir = self.base_dir / "tmp"
         self.socket_path = self._socket_path()
         self.cdc_user: str | None = None
         self.cdc_password: str | None = None
@@ -154,6 +155,9 @@ class MariaDBServer:
             f"--socket={self.socket_path}",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
+            # Its own temporary directory: the suite runs several servers and test processes side
+            # by side, and a server's internal temporary tables must not share /tmp with them.
+            f"--tmpdir={self.tmp_dir}",
             "--log-bin=binlog",
             "--binlog-format=ROW",
             "--binlog-row-image=FULL",
@@ -207,7 +211,7 @@ class MariaDBServer:
         if self.running:
             return self
         server = ensure_mariadb_installed()
-        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
         if not (self.data_dir / "mysql").is_dir():
             self._install()
         attempts = 1 if self._requested_port else 5
