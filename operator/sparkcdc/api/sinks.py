@@ -34,6 +34,7 @@ MetadataColumns = Annotated[
     Field(max_length=7),
 ]
 DeleteMode = Literal["hard", "soft"]
+OnTableDrop = Literal["keep", "drop"]
 METADATA_DESCRIPTION = (
     "Columns added to every target row, each named with a leading _ (op -> _op): op (r read by the "
     "snapshot, c, u, d), ts_ms (source time of the change; of the read for snapshot rows), "
@@ -46,6 +47,12 @@ PATH_DESCRIPTION = (
 DELETE_MODE_DESCRIPTION = (
     "hard: a source delete deletes the target row; soft: the row stays with its last image and "
     "_deleted = 1, and a later insert of its key revives it (_deleted = 0)."
+)
+ON_TABLE_DROP_DESCRIPTION = (
+    "What a source DROP TABLE (also DROP DATABASE, CREATE OR REPLACE TABLE, or a RENAME TABLE to a "
+    "name the pipeline does not capture) does to the table's target while streaming: keep leaves it "
+    "as it was; drop removes it (only that table's rows in a target merged by a route). Either way "
+    "the table stops being captured at that place in the binlog."
 )
 
 
@@ -143,6 +150,7 @@ class JdbcSink(ApiModel):
     )
     metadata_columns: MetadataColumns = Field(default_factory=list, description=METADATA_DESCRIPTION)
     delete_mode: DeleteMode = Field(default="hard", description=DELETE_MODE_DESCRIPTION)
+    on_table_drop: OnTableDrop = Field(default="keep", description=ON_TABLE_DROP_DESCRIPTION)
 
     @field_validator("table_name")
     @classmethod
@@ -201,6 +209,7 @@ class DeltaSink(ApiModel):
     )
     metadata_columns: MetadataColumns = Field(default_factory=list, description=METADATA_DESCRIPTION)
     delete_mode: DeleteMode = Field(default="hard", description=DELETE_MODE_DESCRIPTION)
+    on_table_drop: OnTableDrop = Field(default="keep", description=ON_TABLE_DROP_DESCRIPTION)
     partition_by: dict[TableName, ColumnList] = Field(
         default_factory=dict,
         max_length=1024,

@@ -53,6 +53,8 @@ __all__ = [
     "collapse_table",
     "decode",
     "encode",
+    "move_table",
+    "without_table",
 ]
 
 CHECKPOINT_VERSION = 2
@@ -191,6 +193,45 @@ def collapse_pure_tables(checkpoint: Checkpoint) -> Checkpoint:
         if plan.boundaries and _collapsible(checkpoint, table) is None:
             checkpoint = collapse_table(checkpoint, table)
     return checkpoint
+
+
+# --------------------------------------------------------------------------------------------
+# A table renamed or dropped at the source while streaming (engine/schema_apply.py)
+# --------------------------------------------------------------------------------------------
+
+
+def without_table(checkpoint: Checkpoint, table: TableId) -> Checkpoint:
+    """``checkpoint`` without any entry of ``table`` (phase, plan, finished splits, definition): a
+    dropped table is forgotten, so a table created later under its name is captured anew."""
+    return replace(
+        checkpoint,
+        tables={t: s for t, s in checkpoint.tables.items() if t != table},
+        plans={t: p for t, p in checkpoint.plans.items() if t != table},
+        finished={t: i for t, i in checkpoint.finished.items() if t != table},
+        definitions={t: d for t, d in checkpoint.definitions.items() if t != table},
+    )
+
+
+def move_table(checkpoint: Checkpoint, old: TableId, new: TableId) -> Checkpoint:
+    """``checkpoint`` with ``old``'s entries under ``new`` (a followed ``RENAME TABLE``): its phase,
+    plan, finished splits (each split renamed, watermarks and row counts kept) and definition;
+    entries ``new`` had are replaced. The same checkpoint when ``old`` has none (a repeat)."""
+    held = (checkpoint.tables, checkpoint.plans, checkpoint.finished, checkpoint.definitions)
+    if old == new or not any(old in entries for entries in held):
+        return checkpoint
+    finished = tuple(replace(i, split=replace(i.split, table=new)) for i in checkpoint.finished.get(old, ()))
+    gone = without_table(without_table(checkpoint, old), new)
+    return replace(
+        gone,
+        tables=_put(gone.tables, new, checkpoint.tables.get(old)),
+        plans=_put(gone.plans, new, checkpoint.plans.get(old)),
+        finished=_put(gone.finished, new, finished or None),
+        definitions=_put(gone.definitions, new, checkpoint.definitions.get(old)),
+    )
+
+
+def _put(entries: Mapping[TableId, Any], table: TableId, value: Any) -> dict[TableId, Any]:
+    return {**entries, table: value} if value is not None else dict(entries)
 
 
 # --------------------------------------------------------------------------------------------

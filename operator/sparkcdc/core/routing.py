@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sparkcdc.core.tables import TableId, is_table_pattern
+from sparkcdc.core.shadow_tables import shadow_candidates
+from sparkcdc.core.tables import TableId, is_table_pattern, select_tables
 from sparkcdc.core.transforms import ColumnRules, Transform, rules_for
 
 TEMPLATE_FIELDS = ("db", "table")
@@ -80,6 +81,10 @@ class SinkTarget:
     columns: ColumnRules = field(default_factory=ColumnRules)
     metadata: tuple[str, ...] = ()  # core/row_metadata.py METADATA_FIELDS
     soft_delete: bool = False
+    # How a rename or drop of the table is followed while streaming (engine/schema_changes.py):
+    # set by discovery; None where the target was resolved without the spec at hand (the table
+    # then stops at a rename, as before renames were followed). Not part of the target's identity.
+    follow: CaptureRules | None = field(default=None, compare=False, repr=False)
 
     @property
     def plain(self) -> bool:
@@ -116,6 +121,47 @@ class Routing:
 
     def targets(self, tables: Iterable[TableId]) -> dict[TableId, SinkTarget]:
         return {table: self.target(table) for table in tables}
+
+
+def captures(
+    tables: Sequence[str], exclude: Sequence[str], table: TableId, available: Iterable[TableId] | None = None
+) -> bool:
+    """Whether ``source.tables`` (``tables``) and ``excludeTables`` (``exclude``) capture ``table``:
+    named exactly, or matched and not an online schema-change tool's table (core/shadow_tables.py)
+    — one beside its base among ``available``; without ``available`` (a name that appears while
+    streaming) any name that reads as such a table counts as one."""
+    if not select_tables(tables, [table]) or excluded(table, exclude):
+        return False
+    if any(not is_table_pattern(e) and e == str(table) for e in tables):
+        return True
+    candidates = shadow_candidates(table.table)
+    if available is None or not candidates:
+        return not candidates
+    beside = [t.table for t in available if t.database == table.database and t != table]
+    return not any(c.names(other) for c in candidates for other in beside)
+
+
+@dataclass(frozen=True)
+class CaptureRules:
+    """What a pipeline captures by name, where each table goes, and what a source ``DROP TABLE``
+    does to its target (``spec.sink.onTableDrop``): what the stream needs to follow a table's
+    rename (is the new name captured, and where does it go) or drop."""
+
+    tables: tuple[str, ...]
+    exclude: tuple[str, ...]
+    routing: Routing
+    on_table_drop: str = "keep"  # or "drop"
+
+    def captures(self, table: TableId) -> bool:
+        return captures(self.tables, self.exclude, table)
+
+    def names(self, table: TableId) -> bool:
+        """Whether an entry names ``table`` exactly (not by a pattern): discovery then wants it to
+        exist, so a start without it fails unless the table is marked failed."""
+        return any(not is_table_pattern(e) and e == str(table) for e in self.tables)
+
+    def target(self, table: TableId) -> SinkTarget:
+        return replace(self.routing.target(table), follow=self)
 
 
 @dataclass(frozen=True)

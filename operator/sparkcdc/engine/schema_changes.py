@@ -13,8 +13,11 @@ decoded — because rows after it must be decoded with the table's new definitio
   the same order (``EvolvingSink.truncate_table``); the schema stays.
 * the atomic swap of an online schema-change tool (gh-ost, pt-online-schema-change): followed as
   the ALTER it amounts to (online_schema_change.py).
+* a table renamed or dropped (table_moves.py): the reader decodes it under its new name with the
+  same definition, or not any more; the consumer renames or drops the target and moves or
+  removes the table's checkpoint entries.
 * anything else that changes rows' shape or identity (narrowing or other type change, key
-  change, table rename, drop, partition drop): only that table stops. Its state becomes
+  change, partition drop, a rename table_moves.py refuses): only that table stops. Its state becomes
   ``FAILED`` with an error naming the table and the statement, its events are dropped from then
   on, the other tables keep streaming.
 * statements that do not touch captured tables, or touch them harmlessly (indexes, options,
@@ -33,7 +36,7 @@ right before it, and decodes the rows between them with the definition of their 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,6 +46,7 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.engine.column_changes import Evolution, evolve
 from sparkcdc.engine.column_order import in_statement_order
 from sparkcdc.engine.online_schema_change import follow_swap, swaps
+from sparkcdc.engine.table_moves import TableMove, judge_moves
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import StreamingChangeReader
 from sparkcdc.mysql.connection import SourceConfig, connect
@@ -57,6 +61,7 @@ __all__ = [
     "EvolvingSink",
     "SchemaChange",
     "SchemaTracker",
+    "TableMove",
     "affected",
     "fail_vanished_tables",
     "failure_message",
@@ -64,6 +69,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_RENAMED_WAY_OUT = (
+    "Capture it under its new name: snapshot it again there (spec.resnapshotNonce with resnapshotTables "
+    "naming the new name, which spec.source.tables must capture), or remove it from spec.source.tables"
+)
 
 
 @dataclass(frozen=True)
@@ -78,26 +88,43 @@ class SchemaChange:
     # The tracker's ``loaded_at`` of the evolved tables once judged: what the checkpoint past
     # the statement records with their definitions (schema_history.py).
     loaded_at: Mapping[TableId, BinlogOffset] = field(default_factory=dict)
+    # Tables renamed or dropped, in the statement's order (table_moves.py).
+    moves: tuple[TableMove, ...] = ()
 
 
-def failure_message(table: TableId, statement: str, offset: BinlogOffset, reason: str) -> str:
+def failure_message(
+    table: TableId, statement: str, offset: BinlogOffset, reason: str, way_out: str | None = None
+) -> str:
+    """``way_out``: what to do, when not the usual (adapt the target, resnapshot the table)."""
     text = " ".join(statement.split())
     text = text if len(text) <= 300 else text[:297] + "..."
+    way_out = way_out or (
+        f"Resnapshot {table} (spec.resnapshotNonce with resnapshotTables) after adapting the target, or "
+        "remove it from spec.source.tables"
+    )
     return (
         f"table {table} stopped streaming at binlog {offset}: the statement {text!r} is not supported "
-        f"({reason}); the other tables keep streaming. Resnapshot {table} (spec.resnapshotNonce with "
-        "resnapshotTables) after adapting the target, or remove it from spec.source.tables"
+        f"({reason}); the other tables keep streaming. {way_out}"
     )
 
 
-def fail_vanished_tables(checkpoint: Checkpoint, available: Iterable[TableId]) -> Checkpoint:
+def fail_vanished_tables(
+    checkpoint: Checkpoint, available: Iterable[TableId], followable: Callable[[TableId], bool] | None = None
+) -> Checkpoint:
     """Mark captured tables that are gone from the source FAILED (the same checkpoint object when
     none is). Their events between the checkpoint and the DDL that removed them cannot be decoded
-    any more: the table's definition is gone with it."""
+    any more: the table's definition is gone with it — unless the checkpoint recorded it (a table
+    streamed past its snapshot, schema_history.py) and ``followable`` says the stream may follow
+    the statement (captured by a pattern: a name given exactly would stop discovery, which wants
+    it to exist). Such a table is kept: the stream decodes it with its recorded definition up to
+    the statement that renamed or dropped it, and follows that (table_moves.py) — a pipeline
+    killed between the statement and the checkpoint past it, or stopped while it ran."""
     present = set(available)
     known = set(checkpoint.tables) | set(checkpoint.plans)
     failed = {t for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
-    gone = sorted(known - failed - present)
+    recorded = set(checkpoint.definitions) if checkpoint.binlog_offset is not None else set()
+    kept = {t for t in recorded if followable is not None and followable(t)}
+    gone = sorted(known - failed - present - kept)
     if not gone:
         return checkpoint
     where = checkpoint.binlog_offset or "the start of the binlog phase"
@@ -176,9 +203,14 @@ class SchemaTracker:
                     evolutions.append(self._evolve(conn, entry, ddl.offset))
                 except SourceError as err:
                     failures[entry.table] = failure_message(entry.table, ddl.query, ddl.offset, str(err))
+            moves, refused = judge_moves(entries, self._schemas, ddl.query, ddl.schema, swapped)
         finally:
             if conn is not None:
                 conn.close()
+        for table, reason in refused.items():
+            failures[table] = failure_message(table, ddl.query, ddl.offset, reason, _RENAMED_WAY_OUT)
+        for move in moves:
+            self._move(move, reader)
         for evolution in evolutions:
             self._schemas[evolution.table] = evolution.schema
             reader.set_schema(evolution.table, evolution.schema)
@@ -187,7 +219,35 @@ class SchemaTracker:
             reader.set_schema(table, None)
         truncated = tuple(t for t in truncated if t not in failures)
         at = {e.table: self._loaded_at[e.table] for e in evolutions if e.table in self._loaded_at}
-        return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures, truncated, at)
+        return SchemaChange(ddl.offset, ddl.query, tuple(evolutions), failures, truncated, at, tuple(moves))
+
+    def _move(self, move: TableMove, reader: StreamingChangeReader) -> None:
+        """Decode a renamed table under its new name with the same definition (known from the
+        same position on); a dropped one not any more."""
+        self._schemas.pop(move.table, None)
+        reader.set_schema(move.table, None)
+        loaded = self._loaded_at.pop(move.table, None)
+        if move.new is None or move.schema is None:
+            log.info("%s: %s", move.table, move.describe())
+            return
+        self._schemas[move.new] = move.schema
+        reader.set_schema(move.new, move.schema)
+        if loaded is not None:
+            self._loaded_at[move.new] = loaded
+        log.info("%s: %s", move.table, move.describe())
+
+    def track(
+        self, table: TableId, schema: TableSchema | None, loaded_at: BinlogOffset | None = None
+    ) -> None:
+        """Judge ``table``'s DDL from now on with ``schema`` (loaded at ``loaded_at`` or later);
+        None: forget it (no longer captured)."""
+        if schema is None:
+            self._schemas.pop(table, None)
+            self._loaded_at.pop(table, None)
+            return
+        self._schemas[table] = schema
+        if loaded_at is not None:
+            self._loaded_at[table] = loaded_at
 
     def _swap(self, conn: Any, table: TableId, old: TableId, at: BinlogOffset) -> Evolution:
         """An online schema change's swap (online_schema_change.py); the definition kept is the

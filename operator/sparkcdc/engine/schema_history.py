@@ -16,13 +16,14 @@ before the binlog phase) starts from the source's definitions, as before.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import replace
 
 from sparkcdc.core.checkpoint import Checkpoint, Phase
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.routing import CaptureRules
 from sparkcdc.core.tables import TableId
-from sparkcdc.engine.schema_changes import SchemaChange, loaded_positions
+from sparkcdc.engine.schema_changes import SchemaChange, TableMove, loaded_positions
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.schema_codec import RecordedDefinition, decode_definition, encode_definition
@@ -32,6 +33,24 @@ __all__ = ["SchemaHistory"]
 
 def _same_position(a: BinlogOffset | None, b: BinlogOffset | None) -> bool:
     return (a is None) == (b is None) and (a is None or b is None or a.sort_key() == b.sort_key())
+
+
+def _vanished(schemas: Mapping[TableId, TableSchema], checkpoint: Checkpoint) -> dict[TableId, CaptureRules]:
+    """Recorded tables not among ``schemas`` that the stream still has to follow: gone from the
+    source but kept by ``fail_vanished_tables`` (captured by a pattern, not failed), with the
+    capture rules their target comes from (engine/discovery.py sets them)."""
+    rules = next((s.target.follow for s in schemas.values() if s.target and s.target.follow), None)
+    if rules is None or checkpoint.binlog_offset is None:
+        return {}
+    return {
+        t: rules
+        for t in checkpoint.definitions
+        if t not in schemas
+        and t in checkpoint.tables
+        and checkpoint.tables[t].phase is Phase.BINLOG
+        and rules.captures(t)
+        and not rules.names(t)
+    }
 
 
 class SchemaHistory:
@@ -46,16 +65,20 @@ class SchemaHistory:
         self, source: SourceConfig, schemas: MutableMapping[TableId, TableSchema], checkpoint: Checkpoint
     ) -> dict[TableId, BinlogOffset]:
         """Put the recorded definitions into ``schemas`` (the source's current ones, targets kept)
-        and return the tracker's ``loaded_at`` for all of them."""
+        and return the tracker's ``loaded_at`` for all of them. A recorded table the source no
+        longer has (renamed or dropped after the checkpoint) is streamed with its recorded
+        definition up to the statement, which is followed then (engine/table_moves.py)."""
         recorded: dict[TableId, RecordedDefinition] = {}
+        vanished = _vanished(schemas, checkpoint)
         for table, doc in checkpoint.definitions.items():
-            if table not in schemas:
+            if table not in schemas and table not in vanished:
                 continue
             record = decode_definition(table, doc)
             if _same_position(record.snapshot, checkpoint.max_watermark(table)):
                 recorded[table] = record
         for table, record in recorded.items():
-            schemas[table] = replace(record.schema, target=schemas[table].target)
+            target = schemas[table].target if table in schemas else vanished[table].target(table)
+            schemas[table] = replace(record.schema, target=target)
         loaded_at = loaded_positions(source, [t for t in schemas if t not in recorded])
         loaded_at.update({t: r.loaded_at for t, r in recorded.items()})
         self._schemas = dict(schemas)
@@ -72,6 +95,18 @@ class SchemaHistory:
                 self._at[evolution.table] = at
         for table in change.failures:
             self._schemas.pop(table, None)
+
+    def moved(self, moves: Iterable[TableMove]) -> None:
+        """Renamed tables keep their definition and position under the new name; dropped ones are
+        forgotten (engine/table_moves.py)."""
+        for move in moves:
+            schema = self._schemas.pop(move.table, None)
+            at = self._at.pop(move.table, None)
+            self._encoded.pop(move.table, None)
+            if move.new is None or move.schema is None or schema is None or at is None:
+                continue
+            self._schemas[move.new] = replace(schema, table=move.new, target=move.schema.target)
+            self._at[move.new] = at
 
     def onto(self, checkpoint: Checkpoint) -> Checkpoint:
         """``checkpoint`` with the definitions of its live tables (failed ones left out)."""

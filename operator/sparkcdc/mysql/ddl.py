@@ -2,11 +2,13 @@
 
 The binlog phase must know, for each DDL statement, which captured tables it touches and
 whether the change is one the pipeline follows (ADD, DROP, RENAME COLUMN, MODIFY/CHANGE — the
-last two only when the tracker finds them widening, engine/schema_changes.py — and TRUNCATE,
-which writes no row events), one it can ignore (indexes, table options, column defaults) or one
-that stops the table (table rename, primary key change, partition drops, drop). Anything not
-understood stops the table too: a wrong guess there would silently corrupt the replica, a stop
-names the statement. The ALTER TABLE specifications are read in mysql/ddl_alter.py.
+last two only when the tracker finds them widening, engine/schema_changes.py — TRUNCATE, which
+writes no row events, and the table's own rename or drop: ``RENAME TABLE``, ``ALTER TABLE …
+RENAME TO``, ``DROP TABLE``, ``DROP DATABASE``, ``CREATE OR REPLACE TABLE``), one it can ignore
+(indexes, table options, column defaults) or one that stops the table (primary key change,
+partition drops, a rename combined with other changes). Anything not understood stops the table
+too: a wrong guess there would silently corrupt the replica, a stop names the statement. The
+ALTER TABLE specifications are read in mysql/ddl_alter.py.
 
 Names may be backquoted (with doubled backquotes inside) and qualified (``db.t``); unqualified
 names resolve against the statement's default schema (the ``USE`` database logged with it).
@@ -43,6 +45,8 @@ _ALTER_PREFIX = re.compile(
 class DdlKind(str, Enum):
     EVOLVE = "evolve"  # columns added, dropped, renamed or redefined: followed where exact
     TRUNCATE = "truncate"  # every row removed, without row events: emptied in order with the stream
+    RENAME = "rename"  # the table goes on under ``TableDdl.new_name`` (or stops being captured)
+    DROP = "drop"  # the table is gone (also replaced): it stops being captured
     IGNORE = "ignore"  # no effect on the rows a replica holds
     FAIL = "fail"  # stop the table
 
@@ -51,7 +55,8 @@ class DdlKind(str, Enum):
 class TableDdl:
     """What one statement does to one table. ``renamed`` holds (old, new) column names;
     ``modified`` (name after the statement, declared definition) of MODIFY and CHANGE.
-    ``declared_added`` (name, declared definition) of ADD COLUMN; not compared."""
+    ``declared_added`` (name, declared definition) of ADD COLUMN; not compared. ``new_name``: the
+    table's name after a ``RENAME``."""
 
     table: TableId
     kind: DdlKind
@@ -61,6 +66,7 @@ class TableDdl:
     renamed: tuple[tuple[str, str], ...] = ()
     modified: tuple[tuple[str, str], ...] = ()
     declared_added: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # of ADD COLUMN
+    new_name: TableId | None = None
 
 
 def strip_comments(sql: str) -> str:
@@ -113,6 +119,27 @@ def _table(text: str, default_schema: str) -> tuple[TableId | None, str]:
     if not default_schema:
         return None, text[match.end() :]
     return TableId(default_schema, unquote(first)), text[match.end() :]
+
+
+_RENAME_TABLE_SPEC = re.compile(r"^RENAME(?:\s+(?:TO|AS))?\s+(?!(?:COLUMN|INDEX|KEY)\b)", re.IGNORECASE)
+
+
+def _alter_rename(body: str, table: TableId, default_schema: str) -> TableDdl | None:
+    """``ALTER TABLE a RENAME [TO|AS] b`` as a table rename; None when the statement renames no
+    table. Combined with other changes it stops the table: the target would have to take both
+    in one step a crash could split."""
+    specs = split_top_level(body)
+    renames = [(s, m) for s in specs if (m := _RENAME_TABLE_SPEC.match(s)) is not None]
+    if not renames:
+        return None
+    if len(specs) > 1:
+        reason = "a table rename combined with other changes in one ALTER TABLE"
+        return TableDdl(table, DdlKind.FAIL, reason=reason)
+    spec, match = renames[0]
+    new_name, rest = _table(spec[match.end() :], default_schema)
+    if new_name is None or rest.strip():
+        return TableDdl(table, DdlKind.FAIL, reason=f"unsupported change {spec!r}")
+    return TableDdl(table, DdlKind.RENAME, new_name=new_name)
 
 
 def _alter(body: str, table: TableId) -> TableDdl:
@@ -171,14 +198,19 @@ def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
     alter = _ALTER_PREFIX.match(sql)
     if alter is not None:
         table, rest = _table(sql[alter.end() :], default_schema)
-        return [] if table is None else [_alter(rest, table)]
+        if table is None:
+            return []
+        return [_alter_rename(rest, table, default_schema) or _alter(rest, table)]
     match = re.match(r"^RENAME\s+TABLES?\s+", upper)
     if match is not None:
+        pairs = rename_pairs(sql, default_schema)
+        if pairs:
+            return [TableDdl(old, DdlKind.RENAME, new_name=new) for old, new in pairs]
         tables: list[TableDdl] = []
         for pair in split_top_level(sql[match.end() :]):
             source, _rest = _table(pair, default_schema)
             if source is not None:
-                tables.append(TableDdl(source, DdlKind.FAIL, reason="the table was renamed"))
+                tables.append(TableDdl(source, DdlKind.FAIL, reason="a table rename that could not be read"))
         return tables
     match = re.match(r"^DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?", upper)
     if match is not None:
@@ -187,7 +219,7 @@ def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
         body = re.sub(r"\s+(?:RESTRICT|CASCADE)\s*$", "", sql[match.end() :], flags=re.IGNORECASE)
         body = re.sub(r"^(?:WAIT\s+\d+|NOWAIT)\s+", "", body, flags=re.IGNORECASE)
         return [
-            TableDdl(t, DdlKind.FAIL, reason="the table was dropped") for t in _names(body, default_schema)
+            TableDdl(t, DdlKind.DROP, reason="the table was dropped") for t in _names(body, default_schema)
         ]
     match = re.match(r"^TRUNCATE\s+(?:TABLE\s+)?", upper)
     if match is not None:
@@ -196,14 +228,14 @@ def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
     match = re.match(r"^CREATE\s+OR\s+REPLACE\s+(?:TEMPORARY\s+)?TABLE\s+", upper)
     if match is not None and "TEMPORARY" not in upper[: match.end()]:
         table, _rest = _table(sql[match.end() :], default_schema)
-        return [] if table is None else [TableDdl(table, DdlKind.FAIL, reason="the table was replaced")]
+        return [] if table is None else [TableDdl(table, DdlKind.DROP, reason="the table was replaced")]
     match = re.match(r"^DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?", upper)
     if match is not None:
         db = _NAME_RX.match(sql[match.end() :])
         if db is None:
             return []
         reason = "its database was dropped"
-        return [TableDdl(TableId(unquote(db.group(1)), "*"), DdlKind.FAIL, reason=reason)]
+        return [TableDdl(TableId(unquote(db.group(1)), "*"), DdlKind.DROP, reason=reason)]
     return []  # CREATE TABLE/INDEX, DROP INDEX, GRANT, ...: no effect on existing captured rows
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "SinkError",
     "TableChanges",
     "TableDataError",
+    "TableFollowingSink",
     "TableSchemaError",
     "start_fenced",
     "writes_in_driver",
@@ -137,6 +138,25 @@ class EvolvingSink(Protocol):
     def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
         """Remove every row of ``schema``'s table from its target (only its own rows in a target
         merged by a route), as one commit after everything before ``offset``."""
+
+
+@runtime_checkable
+class TableFollowingSink(Protocol):
+    """A sink that follows a source table's rename and drop at their place in the stream
+    (engine/table_moves.py): JDBC, Delta, the changelog. Each step is skipped where the target
+    already shows it, so a replay after a crash before the checkpoint past the statement
+    converges. Both return what they did, for the log."""
+
+    def rename_table(
+        self, old: TableSchema, new: TableSchema, offset: BinlogOffset, statement: str
+    ) -> list[str]:
+        """Give ``old``'s target ``new``'s name (nothing when the names are the same). Done already
+        when only ``new``'s target exists. ``TableSchemaError`` before anything changed when
+        ``new``'s target exists beside ``old``'s and holds rows."""
+
+    def drop_table(self, schema: TableSchema, drop: bool, offset: BinlogOffset, statement: str) -> list[str]:
+        """The table is gone at the source: remove its target when ``drop`` (only its own rows in
+        a target merged by a route), else leave it as it is."""
 
 
 class SinkConfig(Protocol):

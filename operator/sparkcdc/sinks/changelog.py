@@ -9,7 +9,11 @@ the statement's offset like a batch's: ``{"op": "schema", "table", "data": {}, "
 "id", "statement", "columns": [names after it], "renamed": {old: new}, "added", "dropped",
 "altered": {name: new type}}`` (the last four when non-empty), after which records use the
 new names; a TRUNCATE is ``{"op": "truncate", ..., "statement"}``: a consumer drops every row of
-that table it holds (in a directory merged by a route, of that ``table`` only).
+that table it holds (in a directory merged by a route, of that ``table`` only). A source table
+renamed is ``{"op": "rename", "table": old, "to": new, ...}``, written in the old name's directory
+and, when it differs, in the new one's too, whose records carry the new name from then on; a table
+dropped (or renamed to a name not captured) is ``{"op": "drop", ...}``, whatever
+``spec.sink.onTableDrop`` says: no file is removed.
 
 A process killed while writing leaves its temporary file behind. ``prepare`` (on the driver,
 before any task of the run writes) removes those of the tables it prepares: a temporary file is
@@ -125,6 +129,20 @@ class ChangelogSink(Sink):
     def truncate_table(self, schema: TableSchema, offset: BinlogOffset, statement: str) -> list[str]:
         """A ``truncate`` record: a consumer drops every row of the table it holds."""
         return self._statement_record(schema, "truncate", offset, statement, {})
+
+    def rename_table(
+        self, old: TableSchema, new: TableSchema, offset: BinlogOffset, statement: str
+    ) -> list[str]:
+        """A ``rename`` record ending the old name's directory and, when another, starting the new's."""
+        extra: dict[str, object] = {"to": str(new.table)}
+        done = self._statement_record(old, "rename", offset, statement, extra)
+        if self.table_dir(new) != self.table_dir(old):
+            done += self._statement_record(replace(new, table=old.table), "rename", offset, statement, extra)
+        return done
+
+    def drop_table(self, schema: TableSchema, drop: bool, offset: BinlogOffset, statement: str) -> list[str]:
+        """A ``drop`` record: a consumer forgets the table; its files stay either way."""
+        return self._statement_record(schema, "drop", offset, statement, {})
 
     def _statement_record(
         self,

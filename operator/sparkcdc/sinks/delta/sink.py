@@ -20,7 +20,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import ColumnChanges, FrameSink, SinkError, TableChanges
-from sparkcdc.sinks.delta import follow, tables
+from sparkcdc.sinks.delta import follow, table_follow, tables
 from sparkcdc.sinks.delta.config import DELTA_BEHIND_BATCH_EVENTS, DeltaSinkConfig
 from sparkcdc.sinks.delta.merge import merge_batch
 from sparkcdc.sinks.delta.session import driver_session, failing
@@ -70,6 +70,22 @@ class DeltaSink(FrameSink):
             done = follow.truncate(self._spark, schema, path, offset, statement)
             self._committed(path)
         return done
+
+    def rename_table(
+        self, old: TableSchema, new: TableSchema, offset: BinlogOffset, statement: str
+    ) -> list[str]:
+        """Follow a source table rename by moving its table's directory (table_follow.py)."""
+        path = self._config.table_path(old)
+        with failing(f"moving the table of {old.table} for {statement!r}", path):
+            return table_follow.rename_table(self._spark, self._config, old, new)
+
+    def drop_table(self, schema: TableSchema, drop: bool, offset: BinlogOffset, statement: str) -> list[str]:
+        """Follow a source table drop: the table stays, or goes with ``drop`` (table_follow.py)."""
+        if not drop:
+            return []
+        path = self._config.table_path(schema)
+        with failing(f"removing the table of {schema.table} for {statement!r}", path):
+            return table_follow.drop_table(self._spark, self._config, schema, offset, statement)
 
     def write_split(
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset

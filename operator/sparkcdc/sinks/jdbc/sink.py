@@ -41,6 +41,7 @@ from sparkcdc.sinks.jdbc.evolution import (
 )
 from sparkcdc.sinks.jdbc.fence import check_fence, claim_fence, ensure_fence_table
 from sparkcdc.sinks.jdbc.sql import key_in_list_predicate
+from sparkcdc.sinks.jdbc.table_follow import drop_statement, rename_statements
 
 
 class JdbcSink(Sink):
@@ -153,6 +154,27 @@ class JdbcSink(Sink):
         sql, params = truncate_statement(self._config.scheme, self._dialect.quote, schema)
         with self._transaction(schema, fenced=True) as cur:
             self._statement = f"emptying for {statement!r}"
+            cur.execute(sql, params)
+        return [sql]
+
+    def rename_table(
+        self, old: TableSchema, new: TableSchema, offset: BinlogOffset, statement: str
+    ) -> list[str]:
+        """Follow a source table rename in the target's name (sinks/jdbc/table_follow.py); like
+        ``evolve_table``, the fence check is atomic with it on PostgreSQL only."""
+        with self._transaction(old, fenced=True) as cur:
+            exists = lambda name: self._dialect.table_exists(cur, name)  # noqa: E731
+            statements = rename_statements(self._config.scheme, self._dialect.quote, exists, cur, old, new)
+            for sql in statements:
+                cur.execute(sql)
+        return statements
+
+    def drop_table(self, schema: TableSchema, drop: bool, offset: BinlogOffset, statement: str) -> list[str]:
+        """Follow a source table drop: the target stays, or goes with ``drop`` (table_follow.py)."""
+        if not drop:
+            return []
+        sql, params = drop_statement(self._dialect.quote, schema)
+        with self._transaction(schema, fenced=True) as cur:
             cur.execute(sql, params)
         return [sql]
 
