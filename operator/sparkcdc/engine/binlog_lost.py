@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, Any, cast
 from sparkcdc.core.checkpoint import Checkpoint, Phase
 from sparkcdc.core.offsets import BinlogOffset, binlog_file_index
 from sparkcdc.core.tables import TableId
+from sparkcdc.engine.discovery import discover_tables
 from sparkcdc.engine.listener import PipelineListener
-from sparkcdc.mysql.errors import SourceError
+from sparkcdc.engine.runtime import PipelineRuntime
+from sparkcdc.mysql.connection import connect
+from sparkcdc.mysql.errors import BinlogLostError, SourceError
 from sparkcdc.mysql.queries import binlog_files, server_variables
 
 if TYPE_CHECKING:
@@ -183,3 +186,26 @@ class ExpiryWatch:
 
     def as_listener(self) -> PipelineListener:
         return cast(PipelineListener, self)
+
+
+def binlog_reset(
+    runtime: PipelineRuntime, checkpoint: Checkpoint, start: BinlogOffset, listener: PipelineListener
+) -> Checkpoint | None:
+    """None when streaming can start at ``start``; else the checkpoint with the lost tables
+    reset (``onBinlogLost: resnapshot``), or ``BinlogLostError`` (``fail``)."""
+    conn = connect(runtime.source)
+    try:
+        files = source_binlog_files(conn)
+        if is_available(start, files):
+            return None
+        captured = list(discover_tables(runtime, conn))
+    finally:
+        conn.close()
+    if runtime.pipeline.spec.startup.on_binlog_lost != "resnapshot":
+        raise BinlogLostError(lost_message(start, files))
+    lost = lost_tables(checkpoint, start, captured, files)
+    listener.warning(
+        lost_message(start, files).split(". Set")[0]
+        + f"; snapshotting {', '.join(map(str, lost)) or 'nothing'} again (onBinlogLost: resnapshot)"
+    )
+    return reset_lost_tables(checkpoint, lost)

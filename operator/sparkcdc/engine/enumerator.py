@@ -21,17 +21,10 @@ from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.core.waves import WaveSizer
-from sparkcdc.engine.binlog_lost import (
-    ExpiryWatch,
-    binlog_expiry_seconds,
-    is_available,
-    lost_message,
-    lost_tables,
-    reset_lost_tables,
-    source_binlog_files,
-)
+from sparkcdc.engine.binlog_lost import ExpiryWatch, binlog_expiry_seconds, binlog_reset
+from sparkcdc.engine.capture_changes import CaptureChanges
 from sparkcdc.engine.catchup import catchup_settings
-from sparkcdc.engine.discovery import discover_tables, server_id_range
+from sparkcdc.engine.discovery import discover_tables, follows_vanished, server_id_range
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.engine.native_live import native_decoder
 from sparkcdc.engine.planning import key_order, plan_table, tail_splits
@@ -40,10 +33,9 @@ from sparkcdc.engine.schema_changes import fail_vanished_tables
 from sparkcdc.engine.source_change import check_source
 from sparkcdc.engine.startup import SearchContext, startup_offset
 from sparkcdc.engine.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
-from sparkcdc.engine.table_failures import record_wave
+from sparkcdc.engine.table_failures import record_wave, without_failed_tables
 from sparkcdc.engine.wave_runner import WaveRunner
 from sparkcdc.mysql.connection import SourceError, connect
-from sparkcdc.mysql.errors import BinlogLostError
 from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.queries import check_binlog_settings, current_offset, list_tables
@@ -56,18 +48,14 @@ from sparkcdc.state.base import CheckpointStore
 _MAX_RESNAPSHOTS = 3
 
 
-def _without_failed_tables(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> PipelineRuntime:
-    """The runtime with ``spec.source.tables`` entries naming failed tables left out: a table that
-    stopped on a rename or drop may be gone from the source, which must not stop the others."""
-    if checkpoint is None:
-        return runtime
-    failed = {str(t) for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
-    source = runtime.pipeline.spec.source
-    kept = [entry for entry in source.tables if entry not in failed]
-    if not failed or len(kept) == len(source.tables) or not kept:
-        return runtime
-    spec = runtime.pipeline.spec.model_copy(update={"source": source.model_copy(update={"tables": kept})})
-    return replace(runtime, pipeline=runtime.pipeline.model_copy(update={"spec": spec}))
+def _streaming(checkpoint: Checkpoint | None, mode: str) -> bool:
+    """Whether a snapshotting pipeline's checkpoint is past its snapshot, into the stream."""
+    return (
+        mode == "initial"
+        and checkpoint is not None
+        and checkpoint.snapshot_done
+        and (checkpoint.binlog_offset is not None)
+    )
 
 
 class SplitEnumerator:
@@ -82,9 +70,12 @@ class SplitEnumerator:
         *,
         fence: Callable[[], Fence] | None = None,
         driver_threads: int | None = None,
+        capture_changes: CaptureChanges | None = None,
     ) -> None:
         """``driver_threads``: tasks the driver runs at once while it reads waves itself
-        (wave_runner.py); default the snapshot's parallelism, as a local Spark would use."""
+        (wave_runner.py); default the snapshot's parallelism, as a local Spark would use.
+        ``capture_changes``: spec edits followed while streaming (capture_changes.py)."""
+        self._capture_changes = capture_changes
         self._runtime = runtime
         self._driver_threads = driver_threads
         self._fence = fence
@@ -121,16 +112,21 @@ class SplitEnumerator:
         for _attempt in range(_MAX_RESNAPSHOTS + 1):
             self._check_source()
             stored = self._fail_vanished_tables(self.load_checkpoint())
-            self._runtime = _without_failed_tables(self._runtime, stored)
+            self._runtime = without_failed_tables(self._runtime, stored)
             resnapshot = stored is not None and bool(stored.plans) and not stored.snapshot_done
-            if startup.mode in ("initial", "snapshot-only") or resnapshot:
+            if _streaming(stored, startup.mode):
+                # Tables added since, or snapshotted beside the stream when it stopped, are read
+                # beside it again (engine/interleaved.py): the others do not wait for them.
+                assert stored is not None and stored.binlog_offset is not None
+                checkpoint, start = stored, stored.binlog_offset
+            elif startup.mode in ("initial", "snapshot-only") or resnapshot:
                 checkpoint = self.run_snapshot()
                 if startup.mode == "snapshot-only":
                     return checkpoint
                 start = checkpoint.binlog_offset or start_offset(checkpoint.all_finished_infos())
             else:
                 checkpoint, start = self._stream_only_start()
-            reset = self._check_binlog_available(checkpoint, start)
+            reset = binlog_reset(self._runtime, checkpoint, start, self._listener)
             if reset is None:
                 return self._stream(checkpoint, start, exit_when_caught_up, should_stop)
             self.save(reset)
@@ -159,7 +155,10 @@ class SplitEnumerator:
             available = list_tables(conn)
         finally:
             conn.close()
-        updated = fail_vanished_tables(checkpoint, available)
+        # A table a pattern captures stays: the stream follows the statement that renamed or
+        # dropped it (engine/table_moves.py), with the definition the checkpoint recorded.
+        spec = self._runtime.pipeline.spec
+        updated = fail_vanished_tables(checkpoint, available, lambda t: follows_vanished(spec, t))
         if updated is checkpoint:
             return checkpoint
         for table, state in updated.tables.items():
@@ -174,26 +173,6 @@ class SplitEnumerator:
             return binlog_expiry_seconds(conn)
         finally:
             conn.close()
-
-    def _check_binlog_available(self, checkpoint: Checkpoint, start: BinlogOffset) -> Checkpoint | None:
-        """None when streaming can start at ``start``; else the checkpoint with the lost tables
-        reset (``resnapshot``), or ``BinlogLostError`` (``fail``)."""
-        conn = connect(self._runtime.source)
-        try:
-            files = source_binlog_files(conn)
-            if is_available(start, files):
-                return None
-            captured = list(discover_tables(self._runtime, conn))
-        finally:
-            conn.close()
-        if self._runtime.pipeline.spec.startup.on_binlog_lost != "resnapshot":
-            raise BinlogLostError(lost_message(start, files))
-        lost = lost_tables(checkpoint, start, captured, files)
-        self._listener.warning(
-            lost_message(start, files).split(". Set")[0]
-            + f"; snapshotting {', '.join(map(str, lost)) or 'nothing'} again (onBinlogLost: resnapshot)"
-        )
-        return reset_lost_tables(checkpoint, lost)
 
     def _stream_only_start(self) -> tuple[Checkpoint, BinlogOffset]:
         """The checkpoint and start offset of a pipeline that captures without a snapshot."""
@@ -257,6 +236,7 @@ class SplitEnumerator:
             catchup_settings(self._spark, ids, self._runtime.pipeline.spec, self._runtime.options),
             self._identity.server_id if self._identity is not None else None,
             native_decoder=native_decoder(self._runtime.pipeline.spec, self._runtime.options),
+            split_server_id=ids[0],
         )
         sink = self._runtime.sink.open()
         try:
@@ -264,7 +244,14 @@ class SplitEnumerator:
             self._listener.tables_prepared(list(schemas))
             self._listener.message(f"streaming the binlog from {start}")
             streamer = BinlogStreamer(
-                self._runtime.source, sink, schemas, settings, self._listener, self.save
+                self._runtime.source,
+                sink,
+                schemas,
+                settings,
+                self._listener,
+                self.save,
+                runtime=self._runtime,
+                changes=self._capture_changes,
             )
             return streamer.run(checkpoint, start, should_stop)
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sparkcdc.core.cascades import Cascade
@@ -19,10 +20,19 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.engine.schema_changes import SchemaTracker
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.binlog.stream import StreamingChangeReader
+from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["END", "Batch", "ReaderThread"]
+__all__ = ["END", "Batch", "ReaderThread", "TablesAdded"]
 
 END = object()  # the reader's last item: the stream ended (an error is on the thread)
+
+
+@dataclass(frozen=True)
+class TablesAdded:
+    """The reader decodes these tables from this item on (``ReaderThread.add_tables``): events
+    of theirs before it were skipped, so a snapshot asked for after it misses nothing."""
+
+    tables: tuple[TableId, ...]
 
 
 @dataclass
@@ -66,23 +76,42 @@ class ReaderThread(threading.Thread):
         self._tracker = tracker
         self.error: BaseException | None = None
         self._halt = threading.Event()
+        self._inbox: list[tuple[Mapping[TableId, TableSchema | None], BinlogOffset | None]] = []
+        self._inbox_lock = threading.Lock()
+
+    def add_tables(
+        self, schemas: Mapping[TableId, TableSchema | None], loaded_at: BinlogOffset | None
+    ) -> None:
+        """Decode these tables too (None: no more) from the reader's next item on, which is
+        preceded by ``TablesAdded`` for the added ones; safe from any thread. The reader takes
+        them between two binlog events, at the latest with the next heartbeat."""
+        with self._inbox_lock:
+            self._inbox.append((dict(schemas), loaded_at))
+
+    def _take_inbox(self) -> TablesAdded | None:
+        with self._inbox_lock:
+            inbox, self._inbox = self._inbox, []
+        added: list[TableId] = []
+        for schemas, loaded_at in inbox:
+            for table, schema in schemas.items():
+                self._reader.set_schema(table, schema)
+                self._tracker.track(table, schema, loaded_at)
+                if schema is not None:
+                    added.append(table)
+        return TablesAdded(tuple(added)) if added else None
 
     def run(self) -> None:
         try:
             for item in self._reader.stream(self._start):
+                if self._inbox and (added := self._take_inbox()) is not None and not self._put(added):
+                    return
                 if isinstance(item, DdlStatement):
                     # Judged before the next event is decoded: later rows need the new definition.
                     change = self._tracker.judge(item, self._reader)
                     out: object = change if change is not None else item
                 else:
                     out = item
-                while not self._halt.is_set():
-                    try:
-                        self.queue.put(out, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if self._halt.is_set():
+                if not self._put(out):
                     return
         except BaseException as err:
             self.error = err
@@ -90,6 +119,16 @@ class ReaderThread(threading.Thread):
             if not self._halt.is_set():
                 self.queue.put(END)
             # Halted: the consumer is gone, and a full queue would block this thread for good.
+
+    def _put(self, item: object) -> bool:
+        """Queue ``item``; False once halted."""
+        while not self._halt.is_set():
+            try:
+                self.queue.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def stop(self) -> None:
         self._halt.set()

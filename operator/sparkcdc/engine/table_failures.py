@@ -31,6 +31,7 @@ from sparkcdc.core.microbatch import TableChanges, build_batch
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.listener import PipelineListener
+from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink, TableDataError
 from sparkcdc.sinks.targets import sink_changes, sink_schema
@@ -201,3 +202,17 @@ class StreamFailures:
             f"table {table} stopped streaming in the batch ending at binlog {end}: {err}; the other tables "
             f"keep streaming. {_what_to_do(table)}"
         )
+
+
+def without_failed_tables(runtime: PipelineRuntime, checkpoint: Checkpoint | None) -> PipelineRuntime:
+    """The runtime with ``spec.source.tables`` entries naming failed tables left out: a table that
+    stopped on a rename or drop may be gone from the source, which must not stop the others."""
+    if checkpoint is None:
+        return runtime
+    failed = {str(t) for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
+    source = runtime.pipeline.spec.source
+    kept = [entry for entry in source.tables if entry not in failed]
+    if not failed or len(kept) == len(source.tables) or not kept:
+        return runtime
+    spec = runtime.pipeline.spec.model_copy(update={"source": source.model_copy(update={"tables": kept})})
+    return replace(runtime, pipeline=runtime.pipeline.model_copy(update={"spec": spec}))

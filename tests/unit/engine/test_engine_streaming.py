@@ -19,6 +19,7 @@ from sparkcdc.core.splits import FinishedSplitInfo, SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.engine.live_reader import END
+from sparkcdc.engine.python_live import PythonLive
 from sparkcdc.engine.schema_changes import Evolution, SchemaChange, fail_vanished_tables
 from sparkcdc.engine.streaming import BinlogStreamer, StreamSettings, live_reader_server_id
 from sparkcdc.engine.table_failures import StreamFailures
@@ -111,8 +112,8 @@ def consume(
     source: Any = None
     streamer = BinlogStreamer(source, sink, schemas, StreamSettings(9, spec), listener, save)
     base = checkpoint or Checkpoint(binlog_offset=off(4))
-    streamer._failures = StreamFailures(base, streamer._schemas, listener)
-    result, behind = streamer._consume(
+    streamer.state.failures = StreamFailures(base, streamer.state.schemas, listener)
+    result, behind = PythonLive(streamer.state)._consume(
         ScriptedThread(items),  # type: ignore[arg-type]
         base,
         streamer.build_filter(base),
@@ -275,7 +276,9 @@ def test_stop_at_returns_once_committed() -> None:
     streamer = BinlogStreamer(source, sink, {A: schema(A, "id", "v")}, settings, Warnings(), lambda c: None)
     thread = ScriptedThread([insert(A, 10, id=1, v=1), off(20), insert(A, 30, id=9, v=9), off(40)])
     base = Checkpoint(binlog_offset=off(4))
-    result, behind = streamer._consume(thread, base, streamer.build_filter(base), lambda: False, None)  # type: ignore[arg-type]
+    result, behind = PythonLive(streamer.state)._consume(
+        thread, base, streamer.build_filter(base), lambda: False, None
+    )  # type: ignore[arg-type]
     assert result.binlog_offset == off(20) and not behind
     assert len([e for e in sink.log if e[0] == "apply"]) == 1
 
@@ -304,7 +307,9 @@ def test_falling_behind_hands_over_at_the_committed_boundary() -> None:
     )
     thread = ScriptedThread([insert(A, 10, id=1, v=1), off(20), insert(A, 30, id=2, v=2), off(40)])
     base, probe = Checkpoint(binlog_offset=off(4)), AlwaysBehind()
-    result, behind = streamer._consume(thread, base, streamer.build_filter(base), lambda: False, probe)  # type: ignore[arg-type]
+    result, behind = PythonLive(streamer.state)._consume(
+        thread, base, streamer.build_filter(base), lambda: False, probe
+    )  # type: ignore[arg-type]
     assert behind and result.binlog_offset == off(20) and probe.asked == [off(20)]
     assert [e for e in sink.log if e[0] == "apply"] == [
         ("apply", ("shop.a", ("id", "v"), [(("id", 1), ("v", 1))]))

@@ -137,6 +137,8 @@ class BinlogChangeReader:
         self._cfg = cfg
         self._server_id = int(server_id)
         self._schemas = dict(schemas)
+        self._only_schemas: list[str] = []
+        self._only_tables: list[str] = []
         self._blocking = blocking
         self._heartbeat = heartbeat_seconds
         self._stream: BinLogStreamReader | None = None
@@ -193,6 +195,10 @@ class BinlogChangeReader:
     def _open(self, start: BinlogOffset) -> BinLogStreamReader:
         settings = connection_kwargs(self._cfg)
         tables = self._schemas.keys()
+        # Kept: ``watch`` extends them while the stream runs (the library reads these very lists
+        # for every event; tests/integration/binlog/test_binlog_watch.py fails if it copies them).
+        self._only_schemas = sorted({t.database for t in tables})
+        self._only_tables = sorted({t.table for t in tables})
         return BinLogStreamReader(
             connection_settings=settings,
             ctl_connection_settings=dict(settings),
@@ -202,14 +208,21 @@ class BinlogChangeReader:
             resume_stream=True,
             blocking=self._blocking,
             only_events=_EVENTS,
-            only_schemas=sorted({t.database for t in tables}),
-            only_tables=sorted({t.table for t in tables}),
+            only_schemas=self._only_schemas,
+            only_tables=self._only_tables,
             slave_heartbeat=self._heartbeat,
             enable_logging=False,
             pymysql_wrapper=lambda **kw: StreamConnection(
                 on_lost=self._on_lost, stopping=self._stop_requested, opened=self._opened, **kw
             ),
         )
+
+    def watch(self, table: TableId) -> None:
+        """Receive ``table``'s row events from the next one on, also in a running stream."""
+        if table.database not in self._only_schemas:
+            self._only_schemas.append(table.database)
+        if table.table not in self._only_tables:
+            self._only_tables.append(table.table)
 
     def _opened(self, conn: StreamConnection) -> None:
         self._connections.append(conn)

@@ -123,6 +123,7 @@ class StreamingChangeReader(BinlogChangeReader):
             self._in_use.pop(table, None)
         else:
             self._latest[table] = schema
+            self.watch(table)
 
     def _complete_table_map(self, event: TableMapEvent) -> None:
         table = TableId(event.schema, event.table)
