@@ -137,6 +137,7 @@ class BinlogChangeReader:
         self._cfg = cfg
         self._server_id = int(server_id)
         self._schemas = dict(schemas)
+        self._watched: set[TableId] = set()  # see watch()
         self._only_schemas: list[str] = []
         self._only_tables: list[str] = []
         self._blocking = blocking
@@ -194,9 +195,9 @@ class BinlogChangeReader:
 
     def _open(self, start: BinlogOffset) -> BinLogStreamReader:
         settings = connection_kwargs(self._cfg)
-        tables = self._schemas.keys()
+        tables = {*self._schemas, *self._watched}
         # Kept: ``watch`` extends them while the stream runs (the library reads these very lists
-        # for every event; tests/integration/binlog/test_binlog_watch.py fails if it copies them).
+        # for every event; tests/integration/mysql/test_binlog_watch.py fails if it copies them).
         self._only_schemas = sorted({t.database for t in tables})
         self._only_tables = sorted({t.table for t in tables})
         return BinLogStreamReader(
@@ -219,6 +220,7 @@ class BinlogChangeReader:
 
     def watch(self, table: TableId) -> None:
         """Receive ``table``'s row events from the next one on, also in a running stream."""
+        self._watched.add(table)
         if table.database not in self._only_schemas:
             self._only_schemas.append(table.database)
         if table.table not in self._only_tables:
