@@ -81,11 +81,14 @@ def secret_env_name(field_path: str) -> str:
 
 
 def spec_hash(spec: CdcPipelineSpec) -> str:
-    """A short digest of everything in the spec the driver depends on."""
+    """A short digest of everything in the spec the driver depends on and does not follow itself."""
     # verify/verifyNonce are read by the running driver itself (it polls them): a verification
-    # request must never replace the driver it asks to verify with.
+    # request must never replace the driver it asks to verify with. A streaming driver follows its
+    # table selection too (driver/spec_watch.py); a snapshot-only one does not stream: it is rolled.
     unhashed = {*_UNHASHED, "verify", "verifyNonce"}
     data = {k: v for k, v in spec.to_k8s().items() if k not in unhashed}
+    if spec.startup.mode != "snapshot-only":
+        data["source"] = {k: v for k, v in data["source"].items() if k not in ("tables", "excludeTables")}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -215,11 +215,9 @@ def _stay_failed(ctx: _Context) -> _Plan:
 
 
 def _with_pod(ctx: _Context, pod: DriverPod) -> _Plan:
-    reason = _rollout_reason(ctx, pod)
-    if reason is not None:
+    if (reason := _rollout_reason(ctx, pod)) is not None:
         return _roll(ctx, pod, reason)
-    failure = _failure(pod, ctx.spec.restart_policy, ctx.now)
-    if failure is not None:
+    if (failure := _failure(pod, ctx.spec.restart_policy, ctx.now)) is not None:
         return _failed(ctx, pod, failure)
     if pod.phase == "Succeeded":
         message = (pod.termination_message or "the driver finished").strip()[-512:]
@@ -233,7 +231,8 @@ def _rollout_reason(ctx: _Context, pod: DriverPod) -> str | None:
     spec = ctx.spec
     if pod.restart_nonce != spec.restart_nonce:
         return "RestartRequested"
-    if pod.resnapshot_nonce != spec.resnapshot_nonce:
+    # A streaming driver follows a new resnapshotNonce itself (driver/spec_watch.py).
+    if pod.resnapshot_nonce != spec.resnapshot_nonce and spec.startup.mode == "snapshot-only":
         return "ResnapshotRequested"
     if pod.spec_hash != ctx.observed.spec_hash:
         return "SpecChanged"

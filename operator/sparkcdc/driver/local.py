@@ -1,4 +1,8 @@
-"""``sparkcdc run``: pipelines from manifest files on a local Spark, checkpoints in a directory."""
+"""``sparkcdc run``: pipelines from manifest files on a local Spark, checkpoints in a directory.
+
+Each pipeline follows edits of its manifest's table selection while it streams
+(``spec_watch.ManifestWatch``): tables added are snapshotted beside the stream, tables removed stop.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from sparkcdc.api.base import SecretKeyRef
 from sparkcdc.api.manifest import LoadedPipeline, Manifest
 from sparkcdc.core.fence import pipeline_key
 from sparkcdc.driver.progress import RichProgress
+from sparkcdc.driver.spec_watch import ManifestWatch, manifest_files
 from sparkcdc.engine.enumerator import SplitEnumerator
 from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
 from sparkcdc.engine.table_failures import failed_tables
@@ -102,6 +107,7 @@ def run_local(
     else:  # only RDD jobs: the context alone, started when a snapshot needs it (enumerator.py)
         spark = LazySession(lambda: create_context("sparkcdc-local", master, engine, None, credentials))
     stop = threading.Event()
+    files = manifest_files(manifest)
     errors: list[BaseException] = []
     failed: list[str] = []  # "pipeline: message" of every failed table
     try:
@@ -109,7 +115,7 @@ def run_local(
             threads = [
                 threading.Thread(
                     target=_run_guarded,
-                    args=(r, state_dir, spark, display, exit_when_caught_up, stop, errors, failed),
+                    args=(r, files, state_dir, spark, display, exit_when_caught_up, stop, errors, failed),
                     name=f"pipeline-{r.name}",
                     daemon=True,
                 )
@@ -139,6 +145,7 @@ def run_local(
 
 def _run_guarded(
     runtime: PipelineRuntime,
+    files: Sequence[str],
     state_dir: Path,
     spark: object,
     display: RichProgress,
@@ -153,7 +160,10 @@ def _run_guarded(
     try:
         # Each run is a new epoch of the pipeline: an older run still writing is fenced off.
         key = pipeline_key(runtime.pipeline.metadata.namespace, runtime.name)
-        enumerator = SplitEnumerator(runtime, store, spark, listener, fence=lambda: store.next_fence(key))
+        watch = ManifestWatch(files, runtime.pipeline, say=listener.message)
+        enumerator = SplitEnumerator(
+            runtime, store, spark, listener, fence=lambda: store.next_fence(key), capture_changes=watch
+        )
         enumerator.run(exit_when_caught_up=exit_when_caught_up, should_stop=stop.is_set)
         listener.message("caught up" if exit_when_caught_up else "stopped")
         for table, error in sorted(failed_tables(enumerator.load_checkpoint()).items()):

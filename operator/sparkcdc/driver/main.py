@@ -2,7 +2,9 @@
 
 Reads its CdcPipeline, resolves secrets from the env vars the pod builder mapped them to, and runs
 the pipeline on Spark with the checkpoint in ``status.checkpoint``, fenced by ``$SPARKCDC_EPOCH``.
-Meanwhile a background thread answers ``spec.verifyNonce`` (``driver/verify_loop.py``).
+Meanwhile it polls its CdcPipeline (``driver/pipeline_poll.py``): a background thread answers
+``spec.verifyNonce`` (``driver/verify_loop.py``), and the streamer follows edits of the table
+selection and new ``resnapshotNonce`` values without a restart (``driver/spec_watch.py``).
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ from sparkcdc.controller.spark_pods import (
     runs_executors,
 )
 from sparkcdc.core.fence import Fence, FencedError, pipeline_key
+from sparkcdc.driver.pipeline_poll import PipelinePoll
 from sparkcdc.driver.reporting import (
     DriverMetrics,
     DriverProgress,
 )
 from sparkcdc.driver.retention import start_retention_watch
+from sparkcdc.driver.spec_watch import cluster_spec_watch
 from sparkcdc.driver.support import (
     apply_resnapshot,
     env_secrets,
@@ -131,16 +135,24 @@ def _run() -> None:
         spark = LazySession(lambda: create_session(app, master, options, conf, credentials))
         if writes_in_driver(runtime.sink):
             spark.get()
-        # The engine's listener tells the verifier what the store holds (what the sink committed).
-        verifier = DriverVerifier(kube, store, progress, runtime, spark, obj)
+        # One poll of the CdcPipeline serves verification and the spec edits the streamer follows;
+        # the engine's listener tells both what the store holds (what the sink committed).
+        poll = PipelinePoll(kube, obj)
+        watch = cluster_spec_watch(poll, pipeline, store, progress)
+        verifier = DriverVerifier(poll, kube, store, progress, runtime, spark)
+        poll.start()
         verifier.start()
         retention = start_retention_watch(runtime.source, progress, store.last_status())
         try:
             # Waves the driver reads itself run on its own cores (a local master is this pod).
             threads = None if master.startswith("local") else pipeline.spec.spark.driver.cores
-            run_pipeline(SplitEnumerator(runtime, store, spark, progress, driver_threads=threads))
+            enumerator = SplitEnumerator(
+                runtime, store, spark, progress, driver_threads=threads, capture_changes=watch
+            )
+            run_pipeline(enumerator)
             verifier.finish()  # only a snapshot-only pipeline gets here
         finally:
+            poll.stop()
             retention.stop()
             verifier.stop()
             spark.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
@@ -15,7 +16,9 @@ from sparkcdc.controller.builders import secret_env_name
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.runtime import SecretResolver
-from sparkcdc.kube.status_store import StatusCheckpointStore
+
+if TYPE_CHECKING:  # sparkcdc run watches its spec with these helpers too, without the kube client
+    from sparkcdc.kube.status_store import StatusCheckpointStore
 
 log = logging.getLogger("sparkcdc.driver")
 RESNAPSHOT_KEY = "resnapshotNonce"  # carried in the checkpoint document: the nonce already applied

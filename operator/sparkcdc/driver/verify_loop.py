@@ -1,8 +1,8 @@
 """Verification in the driver pod: ``spec.verifyNonce`` answered while the pipeline streams on.
 
-:class:`DriverVerifier` is a background thread of ``sparkcdc driver``. It polls the object's
-``metadata.generation`` (a metadata-only read, so polling stays cheap with big checkpoints in
-status) and reads the whole object only when the spec changed. A ``verifyNonce`` it has not
+:class:`DriverVerifier` is a background thread of ``sparkcdc driver``. It reads the object from the
+driver's one poll of it (``pipeline_poll.py``: the whole object is read again only when the spec
+changed), so checking for a request costs no API call. A ``verifyNonce`` it has not
 answered starts ``verify.runner.verify_pipeline`` on a session of its own (the same Spark
 context, its own SQL settings, its jobs in their own job group) with ``applied`` = the binlog
 offset this driver has checkpointed, i.e. committed to the sink (as the engine's listener
@@ -41,6 +41,7 @@ from sparkcdc.controller.verify_status import (
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.driver.pipeline_poll import PipelinePoll
 from sparkcdc.driver.verify_local import applied_offset
 from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.errors import USER_ERRORS
@@ -100,23 +101,23 @@ class DriverVerifier:
 
     def __init__(
         self,
+        pipeline: PipelinePoll,
         kube: KubeClient,
         store: StatusCheckpointStore,
         checkpoints: StoredCheckpoints,
         runtime: PipelineRuntime,
         spark: Any,
-        first: Obj,
         *,
         poll_seconds: float = 2.0,
         clock: Callable[[], str] = now_text,
     ) -> None:
-        self._kube, self._store, self._checkpoints, self._runtime = kube, store, checkpoints, runtime
+        self._pipeline, self._kube, self._store = pipeline, kube, store
+        self._checkpoints, self._runtime = checkpoints, runtime
         self._spark = spark
         self._session: Any = None
         self._poll, self._clock = poll_seconds, clock
-        md = first["metadata"]
-        self._namespace, self._name = md["namespace"], md["name"]
-        self._obj, self._generation = first, md.get("generation")
+        first = pipeline.latest()
+        self._generation = first["metadata"].get("generation")
         done = (first.get("status") or {}).get("verification") or {}
         self._answered = done.get("nonce") if done.get("finishedAt") else None
         self._said: tuple[str, str] | None = None  # (nonce, reason) of the last waiting condition
@@ -133,6 +134,7 @@ class DriverVerifier:
         self._stop.set()
         self._thread.join()
         try:
+            self._pipeline.refresh()
             self.step()
         except FencedError:
             raise
@@ -158,13 +160,14 @@ class DriverVerifier:
             except FencedError as err:  # the main thread meets it too, and exits
                 log.warning("verification stops: %s", err)
                 return
-            except Exception:  # an unreachable API server: try again at the next poll
+            except Exception:  # e.g. an unreachable API server: try again at the next poll
                 log.exception("checking for verification requests failed")
             self._stop.wait(self._poll)
 
     def step(self) -> None:
         """One poll: answer the current ``verifyNonce`` if it is new and the snapshot is done."""
-        obj = self._latest()
+        obj = self._pipeline.latest()
+        self._generation = obj["metadata"].get("generation")
         try:
             spec = CdcPipeline.from_k8s(obj).spec
         except ValidationError:  # the operator reports an invalid spec; nothing to verify by
@@ -179,15 +182,6 @@ class DriverVerifier:
             self._waiting(nonce, ("Unknown", WAITING_FOR_SNAPSHOT, text))
             return
         self._verify(obj, nonce, spec.verify)
-
-    def _latest(self) -> Obj:
-        """The object, read again only when its generation (the spec) changed."""
-        generation = self._kube.pipeline_generation(self._namespace, self._name)
-        if generation != self._generation:
-            obj = self._kube.get_pipeline(self._namespace, self._name)
-            if obj is not None:
-                self._obj, self._generation = obj, obj["metadata"].get("generation")
-        return self._obj
 
     def _checkpoint(self) -> Checkpoint | None:
         stored = self._checkpoints.stored_checkpoint()

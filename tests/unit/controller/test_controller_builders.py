@@ -172,3 +172,18 @@ def test_spec_hash_ignores_operator_only_fields() -> None:
                    {"statePolicy": "Retain"}, {"resnapshotNonce": "n"}):  # fmt: skip
         assert spec_hash(pipeline(**change).spec) == base, change
     assert spec_hash(pipeline(snapshot={"chunkSize": 10}).spec) != base
+
+
+def test_a_streaming_driver_is_not_rolled_for_its_table_selection() -> None:
+    """It follows source.tables and excludeTables itself (driver/spec_watch.py); a snapshot-only
+    driver does not stream, so an edit of them replaces it."""
+    tables = {"tables": ["shop.orders", "shop.order_items", "shop.customers"]}
+    exclude = {"excludeTables": ["shop.order_items"]}
+    base = spec_hash(pipeline().spec)
+    assert spec_hash(pipeline(source=tables).spec) == base
+    assert spec_hash(pipeline(source=exclude).spec) == base
+    assert spec_hash(pipeline(source={"port": 3307}).spec) != base
+    only = {"startup": {"mode": "snapshot-only"}}
+    snapshot_only = spec_hash(pipeline(**only).spec)
+    assert spec_hash(pipeline(source=tables, **only).spec) != snapshot_only
+    assert spec_hash(pipeline(source=exclude, **only).spec) != snapshot_only

@@ -92,8 +92,15 @@ CASES: list[tuple[str, dict[str, Any], Any, Observed, list[tuple[Any, ...]]]] = 
         ],
     ),
     (
-        "resnapshotNonce changed: the driver restarts to re-snapshot",
+        "resnapshotNonce changed: a streaming driver follows it itself, it is not replaced",
         {"resnapshotNonce": "a"},
+        make_status(phase="Snapshotting"),
+        observed(make_pod(), last_progress_at=NOW),
+        [("requeue", 600)],
+    ),
+    (
+        "resnapshotNonce changed: a snapshot-only driver does not stream, it is replaced",
+        {"resnapshotNonce": "a", "startup": {"mode": "snapshot-only"}},
         make_status(phase="Streaming"),
         observed(make_pod()),
         [
