@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/snapshot.py [--rows N] [--chunk-size N] [--splits-per-task N]
                                             [--parallelism N] [--skip-pymysql] [--skip-defaults]
-                                            [--skip-jdbc | --jdbc-only]
+                                            [--skip-jdbc | --jdbc-only] [--rounds N]
 
 Builds (once, kept in ``.bench/snapshot``) a table ``bench.orders`` of ROWS (default 1,000,000)
 rows × 7 columns (BIGINT key, INT, DECIMAL(12,2), two VARCHARs, DATETIME, TIMESTAMP(3)) on a
@@ -31,7 +31,9 @@ MariaDB whose buffer pool holds it, then measures, side by side:
                        database of the same server, then ``sparkcdc run`` into JDBC with
                        ``bulkLoad`` on and off: the copy a user would make instead of a
                        snapshot, both from their processes' start to their exit (``--jdbc-only``
-                       runs only these and the client scan).
+                       runs only these and the client scan; ``--rounds N`` repeats the dump and
+                       the ``bulkLoad`` run N times side by side, with the load average of each:
+                       on a shared machine one round says little).
 
 CPU seconds are this side's (the client, this process, or the ``sparkcdc run`` process tree:
 driver, JVM, Python workers) and the server's (``mariadbd``): on a shared 2-core machine they
@@ -47,6 +49,7 @@ import contextlib
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -258,6 +261,22 @@ def per_row_baselines(server: Any, schema: Any, reads: list[Any], rows: int) -> 
     return out
 
 
+def dump_rounds(server: Any, work: Path, args: Any, measured: dict[str, Any]) -> dict[str, Any]:
+    """The dump and the ``bulkLoad`` run again, ``--rounds`` times in all (the first round is the
+    one in ``measured``), each with the load average at its start: their ratios and the median."""
+    rounds = [(measured[DUMP]["seconds"], measured[JDBC]["wall_seconds"], None)]
+    for _ in range(args.rounds - 1):
+        load = round(os.getloadavg()[0], 2)
+        rounds.append((dump_restore(server)["seconds"], run_jdbc(server, work, args)["wall_seconds"], load))
+    ratios = sorted(round(dump / run, 3) for dump, run, _ in rounds)
+    console.print(f"times faster than the dump, {len(ratios)} rounds: {ratios}")
+    return {
+        "dump_sparkcdc_load": rounds,
+        "times_faster": ratios,
+        "median_times_faster": round(statistics.median(ratios), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -281,6 +300,9 @@ def main() -> None:
         "--jdbc-only",
         action="store_true",
         help="only the client scan, mariadb-dump | mariadb and the runs to the JDBC sink",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="times the dump and the bulkLoad run go side by side"
     )
     args = parser.parse_args()
 
@@ -368,6 +390,8 @@ def main() -> None:
             measured[JDBC] = run_jdbc(server, work, args)
             measured[f"{JDBC[:-1]}, bulkLoad: false)"] = run_jdbc(server, work, args, bulk_load=False)
             results["against_dump"] = against_dump(measured)
+            if args.rounds > 1:
+                results["against_dump"]["rounds"] = dump_rounds(server, work, args, measured)
     client = measured["mariadb client"]["seconds"]
     rows_out: list[tuple[str, dict[str, Any], float, int]] = []  # name, figures, seconds, rows
     for name, figures in measured.items():
@@ -448,6 +472,11 @@ def main() -> None:
             f"[bold]{versus['times_faster']:.2f}× faster[/] (target 1.5×; INSERTs: "
             f"{versus['times_faster_without_bulk_load']:.2f}×)"
         )
+        if "rounds" in versus:
+            ratios, median = versus["rounds"]["times_faster"], versus["rounds"]["median_times_faster"]
+            console.print(
+                f"over {len(ratios)} rounds: median [bold]{median:.2f}×[/], {ratios[0]:.2f}–{ratios[-1]:.2f}×"
+            )
     console.print(f"results written to {path}")
 
 
