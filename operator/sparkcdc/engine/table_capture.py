@@ -25,6 +25,7 @@ from sparkcdc.engine.discovery import discover_tables
 from sparkcdc.engine.interleaved import InterleavedSnapshot
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.engine.runtime import PipelineRuntime
+from sparkcdc.engine.table_failures import without_failed_tables
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.connection import SourceError, connect
 from sparkcdc.mysql.ddl import strip_comments
@@ -127,7 +128,7 @@ class TableCapture:
         change, self._change, self._rediscover = self._change, None, False
         if change is not None:
             self._runtime = replace(self._runtime, pipeline=change.pipeline)
-        wanted, loaded_at = self._discover()
+        wanted, loaded_at = self._discover(checkpoint)
         if wanted is None:
             return checkpoint
         captured = {*self._schemas, *self._adding}
@@ -171,12 +172,14 @@ class TableCapture:
         finally:
             conn.close()
 
-    def _discover(self) -> tuple[dict[TableId, TableSchema] | None, BinlogOffset]:
-        conn = connect(self._runtime.source)
+    def _discover(self, checkpoint: Checkpoint) -> tuple[dict[TableId, TableSchema] | None, BinlogOffset]:
+        # A table named in the spec that stopped (dropped, say) must not stop the discovery.
+        runtime = without_failed_tables(self._runtime, checkpoint)
+        conn = connect(runtime.source)
         try:
             loaded_at = current_offset(conn)
             try:
-                return discover_tables(self._runtime, conn), loaded_at
+                return discover_tables(runtime, conn), loaded_at
             except SourceError as err:
                 self._listener.warning(f"the captured tables stay as they are: {err}")
                 return None, loaded_at

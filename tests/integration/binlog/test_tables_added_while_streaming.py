@@ -248,3 +248,34 @@ def test_a_table_added_while_stopped_is_snapshotted_before_caught_up_exits(
         assert checkpoint is not None and checkpoint.tables[_table_id(case, "b")].phase is Phase.BINLOG
     finally:
         case.cleanup()
+
+
+def test_a_table_created_after_a_named_one_was_dropped_is_still_captured(
+    mariadb: MariaDBServer, tmp_path: Path
+) -> None:
+    """``source.tables`` names ``a`` and matches ``n_*``: once ``a`` is dropped (it stops, being
+    named), a new ``n_late`` is still found and snapshotted beside the stream."""
+    case = new_case(mariadb, tmp_path)
+    try:
+        for table in ("a", "n_first"):
+            case.execute(f"CREATE TABLE `{case.db}`.{table} (id INT PRIMARY KEY, v INT)")
+            case.execute(f"INSERT INTO `{case.db}`.{table} SELECT seq, seq FROM `{case.db}`.seq_1_to_300")
+        pattern = f"re:{re.escape(case.db)}\\.n_\\w+"
+        manifest = case.manifest(
+            "late.yaml", case.pipeline("add", ["a", pattern], snapshot={"chunkSize": 100})
+        )
+        run = case.start(manifest)
+        with run:
+            case.wait_offset(run, "add", case.position(), timeout=240)
+            case.execute(f"DROP TABLE `{case.db}`.a")
+            case.execute(f"CREATE TABLE `{case.db}`.n_late (id INT PRIMARY KEY, v INT)")
+            case.execute(f"INSERT INTO `{case.db}`.n_late SELECT seq, seq FROM `{case.db}`.seq_1_to_700")
+            assert run.wait_for(lambda: _phase(case, "n_late") is Phase.BINLOG, 120), run.result().describe()
+            case.execute(f"UPDATE `{case.db}`.n_late SET v = -v WHERE id < 50")
+            case.wait_offset(run, "add", case.position(), timeout=120)
+            run.kill()
+        case.assert_replica("add", "n_late")
+        case.assert_replica("add", "n_first")
+        assert _phase(case, "a") is Phase.FAILED
+    finally:
+        case.cleanup()
