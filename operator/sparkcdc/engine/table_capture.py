@@ -21,7 +21,7 @@ from sparkcdc.core.interleaved import interleaved_tables, without_snapshot
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.capture_changes import CaptureChange, CaptureChanges
-from sparkcdc.engine.discovery import discover_tables
+from sparkcdc.engine.discovery import captures_table, discover_tables
 from sparkcdc.engine.interleaved import InterleavedSnapshot
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.engine.runtime import PipelineRuntime
@@ -133,7 +133,10 @@ class TableCapture:
             return checkpoint
         captured = {*self._schemas, *self._adding}
         failed = {t for t, s in checkpoint.tables.items() if s.phase is Phase.FAILED}
-        gone = [t for t in self._schemas if t not in wanted]
+        # Only what the spec no longer selects: a table gone from the source is the stream's to
+        # follow, at its RENAME or DROP (table_moves.py), which may still be ahead.
+        spec = self._runtime.pipeline.spec
+        gone = [t for t in self._schemas if t not in wanted and not captures_table(spec, t)]
         new = {t: s for t, s in wanted.items() if t not in captured and t not in failed}
         if gone:
             checkpoint = self._stop_capturing(checkpoint, gone, add_to_reader)
