@@ -58,6 +58,12 @@ def _streaming(checkpoint: Checkpoint | None, mode: str) -> bool:
     )
 
 
+def _split_counts(checkpoint: Checkpoint) -> tuple[dict[TableId, int], dict[TableId, int]]:
+    """Each planned table's splits in all and finished, as the snapshot phase reports them."""
+    totals = {t: plan.split_count() for t, plan in checkpoint.plans.items()}
+    return totals, {t: len(checkpoint.finished.get(t, ())) for t in totals}
+
+
 class SplitEnumerator:
     """Runs one pipeline's snapshot phase on a Spark session; resumable from its checkpoint."""
 
@@ -119,6 +125,7 @@ class SplitEnumerator:
                 # beside it again (engine/interleaved.py): the others do not wait for them.
                 assert stored is not None and stored.binlog_offset is not None
                 checkpoint, start = stored, stored.binlog_offset
+                self._listener.snapshot_planned(*_split_counts(checkpoint))  # progress, metrics
             elif startup.mode in ("initial", "snapshot-only") or resnapshot:
                 checkpoint = self.run_snapshot()
                 if startup.mode == "snapshot-only":
