@@ -2,7 +2,7 @@
 
 The chart's RBAC objects (``helm template``: ServiceAccounts, Roles, ClusterRoles and bindings) are
 applied to the real control plane; then, for two pipelines, the objects the operator makes for each
-pipeline's drivers (``controller.builders``: a ServiceAccount, a Role naming the pipeline, a
+pipeline's drivers (``controller.driver_account``: a ServiceAccount, a Role naming the pipeline, a
 RoleBinding) are created *as the operator's ServiceAccount* — so the API server's escalation check
 proves the operator holds everything it grants. Every cell of a permission matrix is then asked of
 the API server with ``kubectl auth can-i --as system:serviceaccount:...``: the accounts can do what
@@ -29,13 +29,8 @@ import yaml
 from operator_harness import Pipelines, manifest
 
 from sparkcdc.api.resource import CdcPipeline
-from sparkcdc.controller.builders import (
-    DEFAULT_SPARK_MASTER,
-    driver_account_name,
-    driver_role,
-    driver_role_binding,
-    driver_service_account,
-)
+from sparkcdc.controller.builders import DEFAULT_SPARK_MASTER, driver_account_name
+from sparkcdc.controller.driver_account import driver_role, driver_role_binding, driver_service_account
 from sparkcdc.testing.kube import RESTRICTED, ControlPlane, wait_until
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "sparkcdc"

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from sparkcdc.core.checkpoint import Checkpoint, decode
+from sparkcdc.core.offsets import BinlogOffset
 
 __all__ = [
     "RunResult",
@@ -189,6 +190,14 @@ def load_checkpoint(state_dir: Path, pipeline: str) -> Checkpoint | None:
     except FileNotFoundError:
         return None
     return decode(json.loads(text))
+
+
+def checkpointed_past(state_dir: Path, pipeline: str, target: BinlogOffset) -> bool:
+    """Whether the pipeline's checkpoint holds ``target`` (or a later offset)."""
+    checkpoint = load_checkpoint(state_dir, pipeline)
+    return (
+        checkpoint is not None and checkpoint.binlog_offset is not None and checkpoint.binlog_offset >= target
+    )
 
 
 # -- processes ----------------------------------------------------------------------------------

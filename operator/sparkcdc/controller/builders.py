@@ -1,5 +1,6 @@
-"""Pure builders of the objects the operator creates: the driver Pod, its headless Service, and
-the pipeline's own driver ServiceAccount, Role and RoleBinding (Spark's own pieces: ``spark_pods``).
+"""Pure builders of the objects the operator creates: the driver Pod and its headless Service (the
+pipeline's own driver ServiceAccount, Role and RoleBinding: ``driver_account``; Spark's own
+pieces: ``spark_pods``).
 
 No I/O: every input is an argument, so the output is easy to test and to diff. Database
 credentials reach the driver only as ``env.valueFrom.secretKeyRef``; the env var names come from
@@ -11,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.api.resource import API_VERSION, KIND, CdcPipeline
@@ -165,7 +165,7 @@ def restricted_container_context() -> dict[str, Any]:
 
 def driver_host(pipeline: CdcPipeline) -> str:
     """``spark.driver.host``: executors reach the driver through its headless Service."""
-    return f"{driver_service_name(pipeline.metadata.name)}.{_namespace(pipeline)}.svc"
+    return f"{driver_service_name(pipeline.metadata.name)}.{namespace_of(pipeline)}.svc"
 
 
 def driver_pod(
@@ -209,7 +209,7 @@ def driver_pod(
         "kind": "Pod",
         "metadata": {
             "name": driver_pod_name(pipeline.metadata.name, epoch),
-            "namespace": _namespace(pipeline),
+            "namespace": namespace_of(pipeline),
             "labels": labels(pipeline, "driver"),
             "annotations": annotations,
             "ownerReferences": [owner_reference(pipeline)],
@@ -256,7 +256,7 @@ def _driver_container(
 def _driver_env(pipeline: CdcPipeline, epoch: int, image: str, spark_master: str) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": ENV_PIPELINE_NAME, "value": pipeline.metadata.name},
-        {"name": ENV_PIPELINE_NAMESPACE, "value": _namespace(pipeline)},
+        {"name": ENV_PIPELINE_NAMESPACE, "value": namespace_of(pipeline)},
         {"name": ENV_EPOCH, "value": str(epoch)},
         {"name": ENV_SPARK_MASTER, "value": spark_master},
         # Spark's driver address: executors connect to the pod's IP (no cluster DNS needed).
@@ -306,7 +306,7 @@ def driver_service(pipeline: CdcPipeline, metrics_port: int = DRIVER_METRICS_POR
         "kind": "Service",
         "metadata": {
             "name": driver_service_name(name),
-            "namespace": _namespace(pipeline),
+            "namespace": namespace_of(pipeline),
             "labels": labels(pipeline, "driver"),
             "ownerReferences": [owner_reference(pipeline)],
         },
@@ -332,76 +332,5 @@ def driver_account_name(pipeline: str) -> str:
     return f"{pipeline[:227]}-{digest}-sparkcdc-driver"
 
 
-def driver_service_account(pipeline: CdcPipeline, template: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The pipeline's driver ServiceAccount. ``template`` (the namespace's shared driver account,
-    from the chart) lends its annotations (e.g. a cloud workload identity) and image pull secrets."""
-    template = template or {}
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": _owned_metadata(pipeline),
-        "automountServiceAccountToken": False,  # the driver pod asks for its token itself
-    }
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
-    kept = {k: v for k, v in annotations.items() if not k.startswith("kubernetes.io/")}
-    if kept:
-        body["metadata"]["annotations"] = kept
-    if template.get("imagePullSecrets"):
-        body["imagePullSecrets"] = list(template["imagePullSecrets"])
-    return body
-
-
-def driver_role(pipeline: CdcPipeline, spark_master: str) -> dict[str, Any]:
-    """What the pipeline's driver may do: its own CdcPipeline and status (by name), and the objects
-    it creates, whose names are made up as it goes (checkpoint spill ConfigMaps, Spark's executor
-    pods, Services, ConfigMaps and volume claims) and so cannot be listed by name."""
-    own = [pipeline.metadata.name]
-    rules: list[dict[str, Any]] = [
-        {"apiGroups": ["sparkcdc.io"], "resources": ["cdcpipelines"], "resourceNames": own, "verbs": ["get"]},
-        {
-            "apiGroups": ["sparkcdc.io"],
-            "resources": ["cdcpipelines/status"],
-            "resourceNames": own,
-            "verbs": ["get", "patch"],
-        },
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-    ]
-    if spark_master.startswith("k8s://"):
-        watch = ["create", "delete", "deletecollection", "get", "list", "watch"]
-        rules += [
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": watch},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": [*watch, "patch"]},
-            {"apiGroups": [""], "resources": ["services", "persistentvolumeclaims"], "verbs": watch},
-        ]
-    else:  # the checkpoint spill only
-        rules.append({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete", "get"]})
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": _owned_metadata(pipeline),
-        "rules": rules,
-    }
-
-
-def driver_role_binding(pipeline: CdcPipeline) -> dict[str, Any]:
-    name = driver_account_name(pipeline.metadata.name)
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": _owned_metadata(pipeline),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": _namespace(pipeline)}],
-    }
-
-
-def _owned_metadata(pipeline: CdcPipeline) -> dict[str, Any]:
-    return {
-        "name": driver_account_name(pipeline.metadata.name),
-        "namespace": _namespace(pipeline),
-        "labels": labels(pipeline, "driver"),
-        "ownerReferences": [owner_reference(pipeline)],
-    }
-
-
-def _namespace(pipeline: CdcPipeline) -> str:
+def namespace_of(pipeline: CdcPipeline) -> str:
     return pipeline.metadata.namespace or "default"

@@ -22,13 +22,11 @@ from sparkcdc.api.resource import CdcPipeline
 from sparkcdc.controller.builders import (
     driver_account_name,
     driver_pod,
-    driver_role,
-    driver_role_binding,
     driver_selector,
     driver_service,
-    driver_service_account,
     spec_hash,
 )
+from sparkcdc.controller.driver_account import driver_role, driver_role_binding, driver_service_account
 from sparkcdc.controller.metrics import OperatorMetrics
 from sparkcdc.controller.observe import ProgressClock, driver_pod_view
 from sparkcdc.controller.retain import restore_state

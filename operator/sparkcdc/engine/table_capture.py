@@ -195,9 +195,8 @@ class TableCapture:
         self._listener.message(f"no longer capturing {', '.join(map(str, tables))}")
         add_to_reader(dict.fromkeys(tables), None)
         self.interleaved.forget(tables)
-        for table in tables:
-            self._schemas.pop(table, None)
         self.changed = True
         for table in tables:  # added again later, it is snapshotted anew
+            self._schemas.pop(table, None)
             checkpoint = without_table(checkpoint, table)
         return checkpoint

@@ -155,9 +155,7 @@ class MariaDBServer:
             f"--socket={self.socket_path}",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
-            # Its own temporary directory: the suite runs several servers and test processes side
-            # by side, and a server's internal temporary tables must not share /tmp with them.
-            f"--tmpdir={self.tmp_dir}",
+            f"--tmpdir={self.tmp_dir}",  # not /tmp, shared by servers and test runs side by side
             "--log-bin=binlog",
             "--binlog-format=ROW",
             "--binlog-row-image=FULL",

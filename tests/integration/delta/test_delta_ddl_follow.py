@@ -12,6 +12,7 @@ table then equals its source table, columns and rows.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -19,7 +20,13 @@ import pyarrow as pa
 from delta_support import assert_delta_equals_source, delta_sink, inspect_delta, source_schema
 
 from harness.ddl_writer import DDL_SCRIPT, NARROWING, DdlWriter, create_ddl_tables
-from harness.runner import SparkcdcProcess, load_checkpoint, pipeline_manifest, run_sparkcdc
+from harness.runner import (
+    SparkcdcProcess,
+    checkpointed_past,
+    load_checkpoint,
+    pipeline_manifest,
+    run_sparkcdc,
+)
 from harness.waiting import wait_until
 from sparkcdc.core.checkpoint import Phase
 from sparkcdc.core.offsets import BinlogOffset
@@ -47,9 +54,7 @@ def test_ddl_followed_into_delta(
         mode="initial",
     )
 
-    def reached(target: BinlogOffset) -> bool:
-        cp = load_checkpoint(state, PIPELINE)
-        return cp is not None and cp.binlog_offset is not None and cp.binlog_offset >= target
+    reached = functools.partial(checkpointed_past, state, PIPELINE)
 
     with SparkcdcProcess(manifest, state, logs, exit_when_caught_up=False) as run:
         now = BinlogOffset(*mariadb.binlog_position())

@@ -6,6 +6,7 @@ Killed after the statements and resumed, each remaining Delta table equals its s
 
 from __future__ import annotations
 
+import functools
 import queue
 import time
 from pathlib import Path
@@ -13,7 +14,13 @@ from typing import Any
 
 from delta_support import assert_delta_equals_source, delta_sink, inspect_delta, source_schema
 
-from harness.runner import SparkcdcProcess, load_checkpoint, pipeline_manifest, run_sparkcdc
+from harness.runner import (
+    SparkcdcProcess,
+    checkpointed_past,
+    load_checkpoint,
+    pipeline_manifest,
+    run_sparkcdc,
+)
 from harness.waiting import wait_until
 from harness.writer import RandomWriter
 from sparkcdc.core.checkpoint import Phase
@@ -82,9 +89,7 @@ def test_rename_and_drop_followed_into_delta(
         mode="initial",
     )
 
-    def reached(target: BinlogOffset) -> bool:
-        cp = load_checkpoint(state, PIPELINE)
-        return cp is not None and cp.binlog_offset is not None and cp.binlog_offset >= target
+    reached = functools.partial(checkpointed_past, state, PIPELINE)
 
     with SparkcdcProcess(manifest, state, logs, exit_when_caught_up=False) as run:
         now = BinlogOffset(*mariadb.binlog_position())

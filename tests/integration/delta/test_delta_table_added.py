@@ -4,6 +4,7 @@ streaming all along does too."""
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 from delta_support import assert_delta_equals_source, delta_sink, inspect_delta, source_schema
 
-from harness.runner import SparkcdcProcess, load_checkpoint, pipeline_manifest
+from harness.runner import SparkcdcProcess, checkpointed_past, load_checkpoint, pipeline_manifest
 from harness.writer import RandomWriter
 from sparkcdc.core.checkpoint import Phase
 from sparkcdc.core.offsets import BinlogOffset
@@ -55,9 +56,7 @@ def test_a_created_table_is_snapshotted_into_delta_beside_the_stream(
         chunk_size=500,
     )
 
-    def reached(target: BinlogOffset) -> bool:
-        cp = load_checkpoint(state, PIPELINE)
-        return cp is not None and cp.binlog_offset is not None and cp.binlog_offset >= target
+    reached = functools.partial(checkpointed_past, state, PIPELINE)
 
     def snapshotted() -> bool:
         cp = load_checkpoint(state, PIPELINE)

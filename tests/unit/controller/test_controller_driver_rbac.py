@@ -4,13 +4,8 @@ RoleBinding, all owned by the pipeline (pure builders)."""
 from __future__ import annotations
 
 from harness.reconcile_fixtures import pipeline
-from sparkcdc.controller.builders import (
-    DEFAULT_SPARK_MASTER,
-    driver_account_name,
-    driver_role,
-    driver_role_binding,
-    driver_service_account,
-)
+from sparkcdc.controller.builders import DEFAULT_SPARK_MASTER, driver_account_name
+from sparkcdc.controller.driver_account import driver_role, driver_role_binding, driver_service_account
 
 OWNER = {
     "apiVersion": "sparkcdc.io/v1alpha1", "kind": "CdcPipeline", "name": "shop", "uid": "uid-1",
