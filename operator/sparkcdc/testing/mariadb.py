@@ -188,10 +188,12 @@ class MariaDBServer:
         if install_db is None:
             raise MariaDBError("mariadb-install-db not found; install Debian's mariadb-server")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
         cmd = [
             install_db,
             "--no-defaults",
             f"--datadir={self.data_dir}",
+            f"--tmpdir={self.tmp_dir}",  # its bootstrap server's temporary tables too
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--skip-name-resolve",
