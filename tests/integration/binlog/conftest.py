@@ -33,9 +33,18 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServ
         server.cleanup()
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def waves_in_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``sparkcdc run`` reads snapshot waves on the driver's threads (the product's default, not the
-    suite's ``never``): the same task code as on Spark without a JVM start per run, for tests about
-    what is written rather than where it is read. The Spark path is covered by the snapshot tests."""
+    """``sparkcdc run`` reads snapshot waves as the product does by default (``auto``, not the
+    suite's ``never``): small tables on the driver's threads, with the same task code as on Spark,
+    and no JVM start per run — the binlog tests are about what is written, not where it is read,
+    and their many runs (kill loops) each started a JVM before. The Spark path is covered by the
+    snapshot tests; a test here that needs it sets ``never`` itself."""
     monkeypatch.setenv(IN_DRIVER_ENV, "auto")
+
+
+@pytest.fixture
+def waves_on_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every snapshot wave on Spark, which starts at once (``never``): for tests that need a
+    snapshot that lasts (kills landing in it, a warning before it ends)."""
+    monkeypatch.setenv(IN_DRIVER_ENV, "never")

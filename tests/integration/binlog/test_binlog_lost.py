@@ -55,6 +55,7 @@ def _purge_through(case: Case, file: str) -> str:
     )
 
 
+@pytest.mark.usefixtures("waves_on_spark")  # the snapshot must last for the expiry warning
 def test_binlog_lost(lost_case: Case) -> None:
     case = lost_case
     db = case.db

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from binlog_support import Case, assert_same_rows
 
@@ -69,7 +68,6 @@ def _caught_up(case: Case, run: SparkcdcProcess) -> None:
     assert run.poll() is None, run.result().describe()
 
 
-@pytest.mark.usefixtures("waves_in_the_driver")
 def test_a_table_added_and_removed_while_streaming(case: Case) -> None:
     _create(case)
     suffix, b = PIPELINE, TableId(case.db, "b")

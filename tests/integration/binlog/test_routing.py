@@ -30,7 +30,6 @@ SHARD_ROWS = 240
 SEED = 20261126
 
 # Their runs read snapshot waves on the driver's threads (binlog/conftest.py): no JVM per run.
-pytestmark = pytest.mark.usefixtures("waves_in_the_driver")
 
 
 def _second_db(case: Case) -> str:

@@ -162,7 +162,7 @@ def _stream_the_script(case: Case, manifest: Path, writer: MoveWriter) -> str:
 
 
 def test_renames_and_drops_followed_into_mariadb_postgres_and_the_changelog(
-    case: Case, postgres: PostgresServer, waves_in_the_driver: None
+    case: Case, postgres: PostgresServer
 ) -> None:
     db = case.db
     _create_tables(case)
@@ -227,9 +227,7 @@ def test_renames_and_drops_followed_into_mariadb_postgres_and_the_changelog(
 
 
 @pytest.mark.parametrize("mode", ["initial", "latest"])
-def test_a_kill_right_after_a_rename_resumes_exactly(
-    case: Case, mode: str, waves_in_the_driver: None
-) -> None:
+def test_a_kill_right_after_a_rename_resumes_exactly(case: Case, mode: str) -> None:
     """Killed right after the pipeline followed a rename, under a writer (so before or after its
     next batch): the resumed run streams the new name on from its checkpoint, and its target ends
     equal to the source (``latest``: without any snapshot)."""

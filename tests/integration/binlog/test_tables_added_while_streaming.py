@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
-import pytest
 from binlog_support import Case, assert_same_rows, new_case, replay_changelog
 
 from harness.writer import RandomWriter
@@ -28,7 +27,6 @@ from sparkcdc.testing.mariadb import MariaDBServer
 from sparkcdc.testing.postgres import PostgresServer
 
 BIG_ROWS = 30_000
-pytestmark = pytest.mark.usefixtures("waves_in_the_driver")
 
 
 class Ticker(RandomWriter):

@@ -110,7 +110,7 @@ def test_snapshot_and_stream_over_verified_tls_on_the_fast_paths(tls_case: Case,
 
 @pytest.mark.parametrize("end", ["source", "sink"])
 def test_a_wrong_ca_stops_the_run_naming_the_field(
-    tls_case: Case, pki: ServerPki, tmp_path: Path, end: str, waves_in_the_driver: None
+    tls_case: Case, pki: ServerPki, tmp_path: Path, end: str
 ) -> None:
     db = tls_case.db
     tls_case.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(32), n INT, at DATETIME(6))")

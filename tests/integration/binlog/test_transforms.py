@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import pytest
 from binlog_support import Case, assert_same_rows
 
 from sparkcdc.testing.postgres import PostgresServer
@@ -29,7 +28,6 @@ SECRET_SSN = "078-05-1120"
 SECRET_NOTE = "never-leaves-the-source"
 
 # Their runs read snapshot waves on the driver's threads (binlog/conftest.py): no JVM per run.
-pytestmark = pytest.mark.usefixtures("waves_in_the_driver")
 
 
 def _sha(value: str) -> str:
