@@ -100,6 +100,7 @@ class PythonLive:
         interval = spec.batch_interval_ms / 1000
         batch = Batch()
         decoded: set[TableId] = set()  # tables with rows decoded in this stream (schema_apply.py)
+        cut_early = False  # the batch ends at its next boundary (_cuts_early)
         while True:
             try:
                 item = thread.queue.get(timeout=max(0.02, interval - (time.monotonic() - batch.started)))
@@ -120,6 +121,7 @@ class PythonLive:
             elif isinstance(item, BinlogOffset):
                 batch.close_transaction(item)
                 event_filter.advance_to(item)
+                cut_early = cut_early or self._cuts_early(item)
             elif isinstance(item, SchemaInUse):
                 captured = item.table in self._state.schemas  # not a table no longer captured
                 if (
@@ -142,6 +144,7 @@ class PythonLive:
                 batch.close_transaction(item.offset)  # DDL of other tables: only a boundary
                 if self._state.capture is not None:
                     self._state.capture.saw(item)
+                cut_early = cut_early or self._cuts_early(item.offset)
             elif isinstance(item, TablesAdded) and self._state.capture is not None:
                 checkpoint = self._state.capture.added(checkpoint, item.tables)
                 event_filter = self._refresh_filter(checkpoint, event_filter)
@@ -154,9 +157,9 @@ class PythonLive:
             caught_up = caught_up or (stop_at is not None and offset_of(checkpoint) >= stop_at)
             caught_up = caught_up and not self._state.busy()  # tables snapshotted beside count too
             due = len(batch.events) >= spec.batch_rows or time.monotonic() - batch.started >= interval
-            if batch.end is not None and (due or caught_up or should_stop()):
+            if batch.end is not None and (due or cut_early or caught_up or should_stop()):
                 checkpoint = self._commit(batch, checkpoint)
-                batch = batch.next()
+                batch, cut_early = batch.next(), False
                 if self._state.capture is not None:
                     self._state.capture.passed(offset_of(checkpoint))
                 if self._state.capture is not None and self._state.capture.pending():
@@ -173,6 +176,14 @@ class PythonLive:
                     return checkpoint, "native"
             if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
                 return checkpoint, None
+
+    def _cuts_early(self, end: BinlogOffset) -> bool:
+        """Whether the batch should end at ``end`` before its interval is up: a split read beside
+        the stream that ``end`` lets through is then written (as DBLog emits a chunk at its high
+        watermark), and a table to capture is followed. A new table's snapshot so moves at the
+        pace of its reads, not one split per batch interval."""
+        capture = self._state.capture
+        return self._state.interleaved.ready(end) or (capture is not None and capture.pending())
 
     def _refresh_filter(self, checkpoint: Checkpoint, event_filter: BinlogSplitFilter) -> BinlogSplitFilter:
         """A new split filter when the captured tables changed or a snapshot beside the stream

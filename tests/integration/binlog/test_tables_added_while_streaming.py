@@ -225,6 +225,40 @@ def test_a_created_table_reaches_postgres_and_the_changelog(
         case.cleanup()
 
 
+def test_a_snapshot_beside_the_stream_is_not_paced_by_the_batch_interval(
+    mariadb: MariaDBServer, tmp_path: Path
+) -> None:
+    """With a batch interval far longer than the test waits and writers keeping the source busy,
+    a created table is still captured and snapshotted: a batch ends as soon as a table is to be
+    captured or a split read beside it may be written, as DBLog emits a chunk at its high
+    watermark (with one split per batch interval, its 20 splits would take hours)."""
+    case = new_case(mariadb, tmp_path)
+    try:
+        case.execute(f"CREATE TABLE `{case.db}`.a (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        pattern = f"re:{re.escape(case.db)}\\.(a|n_\\w+)"
+        binlog = {"batchIntervalMs": 600_000, "batchRows": 1_000_000}
+        pipeline = case.pipeline("paced", [pattern], snapshot={"chunkSize": 500}, binlog=binlog)
+        manifest = case.manifest("paced.yaml", pipeline)
+        with case.start(manifest) as run:
+            assert run.wait_for(lambda: _phase(case, "a", "paced") is Phase.BINLOG, 240), (
+                run.result().describe()
+            )
+            with Ticker(case.server, seed=11, db=case.db, most=1, pause=0.01):
+                case.execute(
+                    f"CREATE TABLE `{case.db}`.n_big (id INT PRIMARY KEY, v VARCHAR(40), n INT NOT NULL)"
+                )
+                _fill(case, BIG_ROWS // 3)
+                with BigWriter(case.server, seed=12, db=case.db, most=3, pause=0.005):
+                    snapshotted = lambda: _phase(case, "n_big", "paced") is Phase.BINLOG  # noqa: E731
+                    assert run.wait_for(snapshotted, 120), run.result().describe()
+            run.kill()
+        case.run_ok(manifest)  # --exit-when-caught-up: the rest of the stream, then exits
+        case.assert_replica("paced", "a")
+        case.assert_replica("paced", "n_big")
+    finally:
+        case.cleanup()
+
+
 def test_a_table_added_while_stopped_is_snapshotted_before_caught_up_exits(
     mariadb: MariaDBServer, tmp_path: Path
 ) -> None:
