@@ -47,6 +47,11 @@ __all__ = [
 # sharing archive of Spark's classes (written by the first run that exits normally, kept in
 # the repo's git-ignored .cache) takes off another few seconds.
 _FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Spark SQL evaluated without generated code: the tests' tables are small, and compiling the
+# generated classes of every query (each Delta MERGE runs several) cost more CPU than the rows
+# (about a quarter of a test MERGE's). Both are Spark's own modes, which its test suites run too;
+# benchmarks/ and the images keep Spark's default.
+_INTERPRETED_SQL = "--conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.factoryMode=NO_CODEGEN"
 _REPO = Path(__file__).resolve().parents[2]
 
 
@@ -89,7 +94,8 @@ def subprocess_env(extra: dict[str, str] | None = None, jvm_options: str = _FAST
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    env.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{jvm_options}" pyspark-shell')
+    submit = f'--driver-java-options "{jvm_options}" {_INTERPRETED_SQL} pyspark-shell'
+    env.setdefault("PYSPARK_SUBMIT_ARGS", submit)
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "160"
     operator_root = str(_REPO / "operator")
