@@ -1,39 +1,51 @@
 #!/usr/bin/env bash
-# `make test`: the whole suite as three pytest runs side by side, all of which must pass.
+# `make test`: the whole suite as one pytest per lane, side by side, all of which must pass.
 #
 # The cluster tests (markers e2e and container: a control plane, the operator, pods as containers)
-# mostly wait on the API server and on pods starting; the local tests (unit and integration: MariaDB,
-# PostgreSQL, Spark) mostly compute, and the `heavy` ones among them (a Delta-enabled JVM, long kill
-# loops) take minutes each. On the 2-core CI machine the three runs together take little more than
-# the longest of them instead of their sum (docs/testing.md, "Running the suite").
-# The other runs' output is printed when all are done; pytest's exit code 5 (nothing collected)
+# mostly wait on the API server and on pods starting; the Delta tests mostly wait on their MERGEs
+# and batch intervals; the other local tests (unit and integration: MariaDB, PostgreSQL, Spark)
+# compute more. Which local test runs in which lane is one table in tests/conftest.py (`_LANES`);
+# on the 2-core CI machine the lanes together take little more than the longest of them instead
+# of their sum (docs/testing.md, "Running the suite").
+# The other lanes' output is printed when all are done; pytest's exit code 5 (nothing collected)
 # fails like any other.
 #
-# Usage: hack/test.sh [pytest arguments...]    (passed to every run)
+# Usage: hack/test.sh [pytest arguments...]    (passed to every lane)
 # Env:   PY  the interpreter (default .venv/bin/python)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-cluster_log=$(mktemp -t sparkcdc-cluster-tests.XXXXXX)
-heavy_log=$(mktemp -t sparkcdc-heavy-tests.XXXXXX)
-trap 'rm -f "$cluster_log" "$heavy_log"' EXIT
 
-"$PY" -m pytest -m "e2e or container" "$@" >"$cluster_log" 2>&1 &
-cluster=$!
-"$PY" -m pytest -m "heavy and not (e2e or container)" "$@" >"$heavy_log" 2>&1 &
-heavy=$!
-trap 'kill "$cluster" "$heavy" 2>/dev/null; exit 130' INT TERM
-"$PY" -m pytest -m "not (e2e or container or heavy)" "$@"
-local_rc=$?
-wait "$heavy"
-heavy_rc=$?
-wait "$cluster"
-cluster_rc=$?
-echo
-echo "==================== heavy local tests (Delta, chaos) ===================="
-cat "$heavy_log"
-echo
-echo "==================== cluster tests (e2e, container) ===================="
-cat "$cluster_log"
-echo "test: local tests exit $local_rc, heavy local tests exit $heavy_rc, cluster tests exit $cluster_rc"
-[ "$local_rc" -eq 0 ] && [ "$heavy_rc" -eq 0 ] && [ "$cluster_rc" -eq 0 ]
+# name, marker expression; the last lane runs in the foreground.
+lanes=(
+  "cluster tests (e2e, container)|e2e or container"
+  "Delta streaming tests|lane_delta_stream"
+  "heavy local tests (Delta, chaos)|lane_heavy"
+  "binlog integration tests|lane_binlog"
+  "local tests|not (e2e or container or lane_delta_stream or lane_heavy or lane_binlog)"
+)
+logs=() pids=()
+trap 'rm -f "${logs[@]}"' EXIT
+for lane in "${lanes[@]::${#lanes[@]}-1}"; do
+  log=$(mktemp -t sparkcdc-tests.XXXXXX)
+  "$PY" -m pytest -m "${lane#*|}" "$@" >"$log" 2>&1 &
+  logs+=("$log") pids+=($!)
+done
+trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+last=${lanes[-1]}
+"$PY" -m pytest -m "${last#*|}" "$@"
+codes=("$?")
+summary="test: ${last%%|*} exit ${codes[0]}"
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}"
+  code=$?
+  codes+=("$code")
+  echo
+  echo "==================== ${lanes[$i]%%|*} ===================="
+  cat "${logs[$i]}"
+  summary+=", ${lanes[$i]%%|*} exit $code"
+done
+echo "$summary"
+for code in "${codes[@]}"; do
+  [ "$code" -eq 0 ] || exit 1
+done

@@ -40,9 +40,19 @@ _TESTS_DIR = Path(__file__).parent
 # their image, inherit nothing: the e2e pipelines say ``snapshot.readInDriver: never`` instead.
 os.environ.setdefault(IN_DRIVER_ENV, "never")
 _KINDS = ("unit", "integration", "e2e")
-# Local tests that take minutes each (a Delta-enabled JVM, long kill loops): marked ``heavy`` so
-# hack/test.sh runs them as a third pytest beside the other local tests and the cluster tests.
-_HEAVY = (("integration", "delta"), ("integration", "binlog", "test_chaos.py"))
+# Local tests that take minutes each (a Delta-enabled JVM, long kill loops) are marked ``heavy``.
+# hack/test.sh runs the suite as several pytest processes side by side, one per lane: these mark
+# the local lanes (the rest of the local tests form the last one). The Delta tests mostly wait for
+# their MERGEs and batch intervals, so two lanes of them take half the time on the same cores.
+_LANES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "lane_delta_stream": tuple(
+        ("integration", "delta", f"test_delta_{name}.py")
+        for name in ("ddl_follow", "pipeline", "rename_drop", "credentials")
+    ),
+    "lane_heavy": (("integration", "delta"), ("integration", "binlog", "test_chaos.py")),
+    "lane_binlog": (("integration", "binlog"),),
+}
+_HEAVY_LANES = ("lane_delta_stream", "lane_heavy")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,8 +63,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if parts[0] in _KINDS:
             item.add_marker(getattr(pytest.mark, parts[0]))
-        if any(parts[: len(prefix)] == prefix for prefix in _HEAVY):
+        lane = _lane(parts)
+        if lane is not None:
+            item.add_marker(getattr(pytest.mark, lane))
+        if lane in _HEAVY_LANES:
             item.add_marker(pytest.mark.heavy)
+
+
+def _lane(parts: tuple[str, ...]) -> str | None:
+    """The first lane one of whose path prefixes ``parts`` starts with."""
+    for lane, prefixes in _LANES.items():
+        if any(parts[: len(prefix)] == prefix for prefix in prefixes):
+            return lane
+    return None
 
 
 @pytest.fixture(scope="session")
