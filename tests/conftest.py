@@ -36,7 +36,8 @@ _TESTS_DIR = Path(__file__).parent
 # Snapshot waves run as Spark tasks in the suite, in this process and in the ``sparkcdc`` runs it
 # starts (they inherit the environment): with the default ``auto`` the small test tables would be
 # read on the driver's threads and Spark's path would go untested. Tests of the driver's path set it
-# themselves (tests/integration/snapshot/test_snapshot_wave_runner.py). Driver pods, containers of
+# themselves (tests/integration/snapshot/test_snapshot_wave_runner.py), and so do the binlog tests,
+# which are about what is written (tests/integration/binlog/conftest.py). Driver pods, containers of
 # their image, inherit nothing: the e2e pipelines say ``snapshot.readInDriver: never`` instead.
 os.environ.setdefault(IN_DRIVER_ENV, "never")
 _KINDS = ("unit", "integration", "e2e")
