@@ -28,7 +28,8 @@ from sparkcdc.engine.enumerator import SplitEnumerator
 from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import create_session, local_master
 from sparkcdc.state.file_store import FileCheckpointStore
-from sparkcdc.testing.mariadb import MariaDBServer, ensure_mariadb_installed, tls_options
+from sparkcdc.testing.mariadb import MariaDBServer, tls_options
+from sparkcdc.testing.mariadb_install import ensure_mariadb_installed
 from sparkcdc.testing.pki import make_server_pki
 
 TABLES = ("customers", "products", "orders", "order_items")

@@ -28,53 +28,17 @@ from typing import Any
 
 import pymysql
 
-log = logging.getLogger(__name__)
+from sparkcdc.testing.mariadb_install import (
+    MariaDBError,
+    ensure_mariadb_installed,
+    find_install_db,
+)
 
-_SERVER_CANDIDATES = ("mariadbd", "/usr/sbin/mariadbd", "mysqld", "/usr/sbin/mysqld")
-_INSTALL_DB_CANDIDATES = ("mariadb-install-db", "/usr/bin/mariadb-install-db", "mysql_install_db")
+log = logging.getLogger(__name__)
 
 # Sink tests and the demo write replicas into databases named like these; the cdc user owns
 # them so one account serves as both source reader and sink writer on the throwaway server.
 DEFAULT_SINK_DATABASE_PATTERNS = ("%\\_replica", "%\\_sink", "sink\\_%")
-
-
-class MariaDBError(RuntimeError):
-    """The throwaway server could not be installed, started or stopped."""
-
-
-def _find(candidates: Sequence[str]) -> str | None:
-    for name in candidates:
-        path = shutil.which(name) if "/" not in name else (name if os.access(name, os.X_OK) else None)
-        if path:
-            return path
-    return None
-
-
-def ensure_mariadb_installed() -> str:
-    """The path of ``mariadbd``, installing Debian's packages first when it is absent."""
-    found = _find(_SERVER_CANDIDATES)
-    if found:
-        return found
-    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = [
-        *prefix,
-        "apt-get",
-        "install",
-        "-y",
-        "--no-install-recommends",
-        "mariadb-server",
-        "mariadb-client",
-    ]
-    log.info("mariadbd not found; installing Debian's mariadb-server")
-    if subprocess.run(install, env=env, check=False).returncode != 0:
-        # A fresh container has no package lists yet.
-        subprocess.run([*prefix, "apt-get", "update"], env=env, check=False)
-        subprocess.run(install, env=env, check=True)
-    found = _find(_SERVER_CANDIDATES)
-    if not found:
-        raise MariaDBError("mariadb-server was installed but no mariadbd binary was found")
-    return found
 
 
 def _die_with_parent() -> None:
@@ -184,7 +148,7 @@ class MariaDBServer:
         return options
 
     def _install(self) -> None:
-        install_db = _find(_INSTALL_DB_CANDIDATES)
+        install_db = find_install_db()
         if install_db is None:
             raise MariaDBError("mariadb-install-db not found; install Debian's mariadb-server")
         self.data_dir.mkdir(parents=True, exist_ok=True)

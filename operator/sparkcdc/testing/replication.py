@@ -13,7 +13,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.testing.mariadb import MariaDBError, MariaDBServer
+from sparkcdc.testing.mariadb import MariaDBServer
+from sparkcdc.testing.mariadb_install import MariaDBError
 
 __all__ = ["GTID_OPTIONS", "ReplicationPair", "caught_up", "promote", "start_replica", "stop_replication"]
 
