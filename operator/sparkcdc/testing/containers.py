@@ -138,13 +138,20 @@ def _use(ref: str) -> None:
     marker.write_text(ref)
 
 
+def pins_of(refs: Sequence[str], repository: str) -> set[str]:
+    """The refs that are tags of ``repository``. podman's ``reference=`` filter lists every name of a
+    matching image: a pin's image is also hack/images.sh's ``ghcr.io/…:<version>``, which pruning
+    it would untag under another lane's running tests."""
+    return {ref for ref in refs if ref.rpartition(":")[0] == repository}
+
+
 def _prune(repository: str, keep: str) -> None:
     """Untag the pins of ``repository`` other than ``keep`` not used for ``PIN_MAX_AGE``."""
     out = subprocess.run(
         [*podman(), "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", f"reference={repository}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    for ref in set(out.stdout.split()) - {keep}:
+    for ref in pins_of(out.stdout.split(), repository) - {keep}:
         marker = _pins_dir() / hashlib.sha256(ref.encode()).hexdigest()[:24]
         if not marker.exists() or time.time() - marker.stat().st_mtime > PIN_MAX_AGE:
             # Without --force: an image a container still runs from stays.

@@ -15,6 +15,7 @@ from sparkcdc.api.spec import DEFAULT_SPARK_IMAGE
 from sparkcdc.controller.builders import SPARK_UID
 from sparkcdc.options import EngineOptions
 from sparkcdc.spark.session import delta_conf, delta_version
+from sparkcdc.testing.containers import pins_of
 
 DRIVER = IMAGES / "driver" / "Dockerfile"
 OPERATOR = IMAGES / "operator" / "Dockerfile"
@@ -211,3 +212,18 @@ def test_images_script_hashes_every_file_the_build_copies(dockerfile: Path) -> N
     for src in sources:
         assert any(src == i or src.startswith(f"{i}/") for i in inputs), f"{src}: not an input of {relative}"
         assert f"!{src}" in ignore or f"!{src}/" in ignore, f"{dockerfile.name}.dockerignore leaves out {src}"
+
+
+def test_pruning_a_sessions_pins_never_touches_the_built_images_tags() -> None:
+    # podman lists every name of an image its reference filter matches: the e2e lane's pin of the
+    # spark image also lists the ghcr.io tag the container lane's tests run at the same time.
+    listed = [
+        "ghcr.io/sparkcdc/sparkcdc-spark:0.1.0",
+        "localhost/sparkcdc-e2e-spark:8ae9213254dc2ea2",
+        "localhost/sparkcdc-e2e-spark:22b75f59a767cf20",
+        "localhost/sparkcdc-e2e-spark-other:1",
+    ]
+    assert pins_of(listed, "localhost/sparkcdc-e2e-spark") == {
+        "localhost/sparkcdc-e2e-spark:8ae9213254dc2ea2",
+        "localhost/sparkcdc-e2e-spark:22b75f59a767cf20",
+    }
