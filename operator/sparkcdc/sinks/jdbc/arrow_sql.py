@@ -3,8 +3,11 @@
 Every value's SQL literal is the text PyMySQL's ``Connection.escape`` gives it (``NULL``, numbers
 as written, quoted and backslash-escaped strings, ``'YYYY-MM-DD hh:mm:ss[.ffffff]'``), so the
 rows the server stores are the ones ``executemany`` would have stored; Arrow kernels compute the
-literals instead of one Python call per value. Types without a kernel rendering (floats, bytes,
-durations) go through ``Connection.escape`` value by value.
+literals instead of one Python call per value. DOUBLE values are Arrow's shortest text that reads
+back as the same double, with ``e0`` added where it has no exponent (as ``escape`` does, so the
+server reads a double, not a DECIMAL): the same values, not always the same text (``1e0`` where
+``escape`` writes ``1.0e0``). Types without a kernel rendering (FLOAT, bytes, durations) go
+through ``Connection.escape`` value by value.
 """
 
 from __future__ import annotations
@@ -69,6 +72,13 @@ def _decimals(conn: Any, array: pa.Array) -> tuple[str, pa.Array, str]:
     return "", text, ""
 
 
+def _doubles(conn: Any, array: pa.Array) -> tuple[str, pa.Array, str]:
+    if not pc.all(pc.is_finite(array)).as_py():  # escape refuses them, as the server would
+        return "", _per_value(conn, array), ""
+    text = array.cast(pa.string())
+    return "", pc.binary_join_element_wise(text, pc.if_else(pc.match_substring(text, "e"), "", "e0"), ""), ""
+
+
 def _timestamps(array: pa.Array) -> tuple[str, pa.Array, str]:
     return "'", timestamp_text(array), "'"
 
@@ -81,6 +91,8 @@ def _literal_parts(conn: Any, array: pa.Array) -> tuple[str, pa.Array, str]:
         return "", array.cast(pa.int8()).cast(pa.string()), ""
     if pa.types.is_decimal(typ):
         return _decimals(conn, array)
+    if pa.types.is_float64(typ):
+        return _doubles(conn, array)
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return _strings(conn, array)
     if pa.types.is_date32(typ):
