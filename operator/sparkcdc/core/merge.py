@@ -12,7 +12,7 @@ I/O layer consumes directly); ``merge_snapshot`` applies them to a dict-based sn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from sparkcdc.core.events import ChangeEvent, Op, Row
@@ -30,7 +30,7 @@ class BackfillChanges:
     keys whose last change removed the row. The two are disjoint. Apply deletes, then upserts.
     """
 
-    upserts: dict[Key, Row] = field(default_factory=dict)
+    upserts: MutableMapping[Key, Row] = field(default_factory=dict)  # or core/image_columns.py's
     deletes: set[Key] = field(default_factory=set)
 
     def touched(self) -> set[Key]:

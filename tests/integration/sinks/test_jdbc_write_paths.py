@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.type_table import DDL, ROWS, insert_rows, random_rows
+from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.chunk_reader import read_chunk
@@ -64,10 +65,14 @@ def test_column_wise_inserts_store_what_executemany_stores(
 
         return write
 
+    columns = [c.to_pylist() for c in data.columns]
+    image_columns = ImageColumns(names, columns, [names.index(k) for k in schema.row_key])
     writes = {
         "executemany": lambda cur, sch: dialect._executemany(cur, sch, names, rows),
         "rows": lambda cur, sch: dialect.write_rows(cur, sch, names, rows),
         "table": lambda cur, sch: dialect.write_table(cur, sch, data),
+        # The Go decoder's batches: images kept column by column (core/image_columns.py).
+        "upsert_columns": lambda cur, sch: dialect.upsert_rows(cur, sch, image_columns),
         "bulk": bulk(clean, "bulk"),
         "bulk_fallback": bulk(data, "bulk_fallback"),
     }
@@ -90,6 +95,8 @@ def test_column_wise_inserts_store_what_executemany_stores(
     assert len(stored["executemany"]) == len(ROWS) + 300
     assert stored["rows"] == stored["executemany"]
     assert stored["table"] == stored["executemany"]
+    assert stored["upsert_columns"] == stored["executemany"]
+    assert image_columns.columns is columns  # written as columns, never as rows
     assert inserted == ["bulk_fallback"]  # the clean table loaded by LOAD DATA alone
     assert stored["bulk_fallback"] == stored["executemany"]
     expected = [(*r[:enum], None, *r[enum + 1 :]) if r[0] == 3 else r for r in stored["executemany"]]

@@ -32,7 +32,7 @@ from typing import IO, Any
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog.native import native_request, reduced_changes
+from sparkcdc.mysql.binlog.native import native_request, parse_answer, reduced_changes
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
@@ -163,7 +163,7 @@ class NativeFollower:
             self._put(err)
 
     def _parse(self, line: bytes) -> Item:
-        answer: dict[str, Any] = json.loads(line)
+        answer = parse_answer(line)
         end = _offset(answer["end"])
         if "ddl" in answer:
             return NativeDdl(

@@ -28,13 +28,13 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
@@ -53,12 +53,14 @@ __all__ = [
     "decoder_version",
     "native_eligible",
     "native_request",
+    "parse_answer",
     "reduced_changes",
 ]
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
 _UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _CONTEXT = decimal.Context(prec=200)
+_DECIMAL = decimal.Decimal
 _ZERO_DATE = re.compile(r"^(0000|\d{4}-00|\d{4}-\d{2}-00)")  # as types.py: NULL, like the other paths
 _TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}  # MariaDB JSON: longtext
 
@@ -128,34 +130,56 @@ def _is_utf8_text(column: Column) -> bool:
     return column.family in (Family.STRING, Family.JSON) and (column.charset or "").lower() in _UTF8
 
 
-def _same(value: Any) -> Any:
-    return value
+Values = Sequence[Any]  # one column of a table's rows, as the decoder answered it
 
 
-def _converter(column: Column) -> Callable[[Any], Any]:
-    """``canonical_value`` for the decoder's rendering of one column; the common families take a
-    shortcut to the value ``canonical_value`` would return (the type-table test holds them to it)."""
+def _each(convert: Callable[[Any], Any]) -> Callable[[Values], Values]:
+    return lambda values: [None if v is None else convert(v) for v in values]
+
+
+def _unsigned(bits: int) -> Callable[[Values], Values]:
+    wrap = 1 << bits  # the binlog carries the bits as a signed number
+    return lambda values: [v + wrap if v is not None and v < 0 else v for v in values]
+
+
+def _decimals(scale: int) -> Callable[[Values], Values]:
+    """go-mysql prints a DECIMAL with exactly the column's fractional digits, which ``Decimal`` then
+    keeps: quantizing (canonical_value's rule) is needed only for text of another form."""
+    exponent = decimal.Decimal(1).scaleb(-scale)
+    point = -scale - 1  # where the decimal point of such text is
+
+    def convert(values: Values) -> Values:
+        present = [v for v in values if v is not None]
+        if all(v[point : point + 1] == "." for v in present) if scale else not any("." in v for v in present):
+            return [None if v is None else _DECIMAL(v) for v in values]
+        return [None if v is None else _DECIMAL(v).quantize(exponent, context=_CONTEXT) for v in values]
+
+    return convert
+
+
+def _column_converter(column: Column) -> Callable[[Values], Values] | None:
+    """``canonical_value`` over one column of the decoder's rendering, or None where the values are
+    canonical already; the common families take a shortcut to the value ``canonical_value`` would
+    return (the type-table test holds them to it)."""
     family = column.family
     if column.zero_dates:  # MySQL's text, zero dates included (zero_dates.py)
         printed = _printed_as_mysql(column)  # go-mysql's text is MySQL's already, mostly
-        return lambda v: None if v is None else (v if printed(v) else rendered_text(column, v))
-    if _is_utf8_text(column):
-        return _same  # already the decoded text
-    if family is Family.INTEGER and not column.unsigned:
-        return _same
+        return _each(lambda v: v if printed(v) else rendered_text(column, v))
+    if _is_utf8_text(column) or (family is Family.INTEGER and not column.unsigned):
+        return None  # already the decoded text, or the number
     if family is Family.INTEGER and column.integer_bits < 64:
-        wrap = 1 << column.integer_bits
-        return lambda v: None if v is None else (v + wrap if v < 0 else v)
+        return _unsigned(column.integer_bits)
+    if family is Family.DOUBLE:
+        return _each(float)  # a JSON number: canonical_value's float(), exactly
     if family is Family.DATETIME:
-        return lambda v: None if v is None else _datetime(v)
+        return _each(_datetime)
     if family is Family.TIMESTAMP:
-        return _timestamp
+        return lambda values: [_timestamp(v) for v in values]
     if family is Family.DECIMAL:
-        exponent = decimal.Decimal(1).scaleb(-int(column.scale or 0))
-        return lambda v: None if v is None else decimal.Decimal(v).quantize(exponent, context=_CONTEXT)
+        return _decimals(int(column.scale or 0))
     if family in _BYTES:
-        return lambda v: None if v is None else canonical_value(column, base64.b64decode(v))
-    return lambda v: None if v is None else canonical_value(column, v)
+        return _each(lambda v: canonical_value(column, base64.b64decode(v)))
+    return _each(lambda v: canonical_value(column, v))
 
 
 def _printed_as_mysql(column: Column) -> Callable[[str], object]:
@@ -169,29 +193,27 @@ def _printed_as_mysql(column: Column) -> Callable[[str], object]:
     return re.compile(pattern).fullmatch
 
 
-def _key_of(row_key: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    if len(row_key) == 1:
-        (name,) = row_key
-        return lambda row: (row[name],)
-    return itemgetter(*row_key)  # a tuple for two names or more
+def _converted_columns(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> list[Values]:
+    """The rows' values column by column, canonical: a conversion's cost per value is then a
+    comprehension's, not a call through a row dict."""
+    out: list[Values] = []
+    for column, values in zip(columns, zip(*rows, strict=True), strict=True):
+        convert = _column_converter(column)
+        out.append(values if convert is None else convert(values))
+    return out
 
 
 def _table_changes(schema: TableSchema, answer: Mapping[str, Any]) -> BackfillChanges:
-    names = schema.column_names
-    convert = [_converter(c) for c in schema.columns]
-    # Only the columns that need it are converted (the rest already are canonical).
-    converting = [(n, f) for n, f in zip(names, convert, strict=True) if f is not _same]
     by_name = {c.name: i for i, c in enumerate(schema.columns)}
-    key_convert = [convert[by_name[k]] for k in schema.row_key]
-    key_of = _key_of(tuple(schema.row_key))
+    at = [by_name[k] for k in schema.row_key]
     changes = BackfillChanges()
-    for values in answer["upserts"]:
-        row = dict(zip(names, values, strict=True))
-        for name, f in converting:
-            row[name] = f(row[name])
-        changes.upserts[key_of(row)] = row
-    for values in answer["deletes"]:
-        changes.deletes.add(tuple(f(v) for f, v in zip(key_convert, values, strict=True)))
+    if upserts := answer["upserts"]:
+        # Kept as columns: the JDBC sink writes them so (core/image_columns.py).
+        columns = _converted_columns(schema.columns, upserts)
+        changes.upserts = ImageColumns(schema.column_names, columns, at)
+    if deletes := answer["deletes"]:
+        key_columns = _converted_columns([schema.columns[i] for i in at], deletes)
+        changes.deletes.update(zip(*key_columns, strict=True))
     return changes
 
 
@@ -206,6 +228,13 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def parse_answer(data: bytes) -> dict[str, Any]:
+    """One JSON answer of the decoder (a range's, or a followed batch's line)."""
+    with _collector_paused():
+        answer: dict[str, Any] = json.loads(data)
+    return answer
 
 
 def native_request(
@@ -273,8 +302,7 @@ def decode_range(
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()[-2000:]
         raise SourceError(f"decoding the binlog range {start} → {stop} failed: {message}")
-    with _collector_paused():
-        answer = json.loads(done.stdout)
+    answer = parse_answer(done.stdout)
     if "unsupported" in answer:
         return None
     return NativeRange(int(answer["events"]), reduced_changes(schemas, answer["tables"]))

@@ -8,6 +8,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from sparkcdc.core.events import Row
+from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.splits import Key
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
@@ -61,9 +63,9 @@ class Dialect(Protocol):
     def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
         """Whether ``upsert_rows`` on this target is exactly delete-by-row-key then insert."""
 
-    def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
-        """Insert canonical row images (column name → value), replacing the rows with their row
-        keys (only where ``can_upsert``)."""
+    def upsert_rows(self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row]) -> None:
+        """Insert canonical row images (key → column name → value; core/image_columns.py's
+        columns as they are), replacing the rows with their row keys (only where ``can_upsert``)."""
 
 
 # Rows rendered at once by write_table, and the Arrow data they may hold.
@@ -258,16 +260,15 @@ class MySqlDialect:
             self._upsertable[(schema.sink_name, names)] = known
         return known
 
-    def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
+    def upsert_rows(self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row]) -> None:
         # Every column is set, the key columns too: a key equal under the target's collation but
         # spelt differently ('a' vs 'A') ends up as the new image's spelling, as after a re-insert.
         # VALUES(col) rather than MySQL 8.0.19's row alias: MariaDB has no row alias, and MySQL
         # still accepts VALUES() (deprecated since 8.0.20, with a warning).
         names = [c.name for c in schema.columns]
         sets = ", ".join(f"{self.quote(n)}=VALUES({self.quote(n)})" for n in names)
-        if images:
-            # Column by column straight from the images: no row tuples to transpose again.
-            columns = [[image.get(n) for image in images] for n in names]
+        if upserts:
+            columns = _image_columns(upserts, names)
             self._write_columns(cur, schema, names, columns, f" ON DUPLICATE KEY UPDATE {sets}")
 
     def _executemany(
@@ -290,6 +291,14 @@ class MySqlDialect:
         if len(args) >= 2 and isinstance(args[0], int):
             return f"error {args[0]}: {args[1]}"
         return str(err) or type(err).__name__
+
+
+def _image_columns(upserts: Mapping[Key, Row], names: Sequence[str]) -> Sequence[Sequence[Any]]:
+    """The images column by column: as the Go decoder's batches hold them, else from the rows."""
+    if isinstance(upserts, ImageColumns) and upserts.names == tuple(names) and upserts.columns is not None:
+        return upserts.columns
+    images = list(upserts.values())
+    return [[image.get(n) for image in images] for n in names]
 
 
 def upsert_equals_replace(cur: Any, table: str, row_key: Sequence[str], columns: Sequence[str]) -> bool:

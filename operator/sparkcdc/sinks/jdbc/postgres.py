@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from sparkcdc.core.events import Row
 from sparkcdc.core.keys import KeyOrder
 from sparkcdc.core.splits import Key
 from sparkcdc.mysql.columns import Column, Family
@@ -279,5 +280,5 @@ class PostgresDialect:
         # Rows arrive by COPY, which has no ON CONFLICT: the sink deletes the keys and appends.
         return False
 
-    def upsert_rows(self, cur: Any, schema: TableSchema, images: Sequence[Mapping[str, Any]]) -> None:
+    def upsert_rows(self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row]) -> None:
         raise SinkError("PostgreSQL targets are written by delete and COPY, not by upsert")

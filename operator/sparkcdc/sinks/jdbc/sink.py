@@ -111,7 +111,7 @@ class JdbcSink(Sink):
                 cur.execute(f"DELETE FROM {target} WHERE {pred}", [v for k in chunk for v in k])
             self._statement = f"{'upsert' if upsert else 'INSERT'} of a binlog batch's row images"
             if upsert:
-                self._dialect.upsert_rows(cur, schema, list(changes.upserts.values()))
+                self._dialect.upsert_rows(cur, schema, changes.upserts)
             elif changes.upserts:
                 names = [c.name for c in schema.columns]
                 rows = [tuple(row.get(n) for n in names) for row in changes.upserts.values()]
