@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
@@ -231,9 +233,10 @@ def _collector_paused() -> Iterator[None]:
 
 
 def parse_answer(data: bytes) -> dict[str, Any]:
-    """One JSON answer of the decoder (a range's, or a followed batch's line)."""
+    """One JSON answer of the decoder (a range's, or a followed batch's line). orjson parses the
+    same values as the json module (numbers exactly, 64-bit integers) at about twice its speed."""
     with _collector_paused():
-        answer: dict[str, Any] = json.loads(data)
+        answer: dict[str, Any] = orjson.loads(data)
     return answer
 
 
