@@ -16,8 +16,11 @@ import pytest
 
 from harness.mariadb import unique_name
 from harness.schemas import col, table_schema
+from sparkcdc.core.image_columns import ImageColumns
+from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
+from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
 from sparkcdc.sinks.jdbc.bulk_load import BulkLoader
 from sparkcdc.testing.mariadb import MariaDBServer
@@ -143,7 +146,7 @@ def test_a_target_without_local_infile_gets_inserts(
             sink.close()
     finally:
         mariadb.execute("SET GLOBAL local_infile = 1")
-    said = [r.getMessage() for r in caplog.records if "snapshot splits go into" in r.getMessage()]
+    said = [r.getMessage() for r in caplog.records if "binlog upserts go into" in r.getMessage()]
     assert len(said) == 1 and "multi-row INSERTs" in said[0], said  # once per sink
     assert _stored(mariadb, config) == rows
 
@@ -159,3 +162,35 @@ def test_bulk_load_off_writes_with_inserts(mariadb: MariaDBServer, config: JdbcS
     finally:
         sink.close()
     assert _stored(mariadb, config) == rows
+
+
+def test_binlog_upserts_replace_rows_exactly_or_fall_back(
+    mariadb: MariaDBServer, config: JdbcSinkConfig
+) -> None:
+    """A binlog batch's upserts go in by ``LOAD DATA … REPLACE`` (an upsert there is delete +
+    insert, and so is REPLACE): the tricky values replace the rows of their keys; a value the
+    target refuses is no silent truncation but an error (strict mode refuses it in LOAD DATA
+    too; a warning would send the rows to the INSERTs, which fail so), and the batch's earlier
+    writes are rolled back with it."""
+    rows = [(i, s, b) for i, (s, b) in enumerate(TRICKY, start=1)]
+    sink = JdbcSink(config)
+    try:
+        sink.prepare([SCHEMA])
+        sink.write_split(SCHEMA, SnapshotSplit(SCHEMA.table, 0, None, None), _table(rows[:4]), HW)
+        changed = [(i, s, b) for i, s, b in reversed(rows[2:])]  # rows 3, 4 replaced, 5.. new
+        sink.apply_changes(SCHEMA, _upserts(changed, deletes=[1]))
+        assert _loaded_by_load_data(sink) is True and not sink._bulk._fallbacks  # type: ignore[union-attr]
+        assert _stored(mariadb, config) == [rows[1], *rows[2:]]
+
+        too_long = [(2, "x" * 65, None), (99, "new", None)]  # s is varchar(64)
+        with pytest.raises(SinkError, match=r"(?i)too long"):
+            sink.apply_changes(SCHEMA, _upserts(too_long, deletes=[3]))
+        assert _stored(mariadb, config) == [rows[1], *rows[2:]]
+    finally:
+        sink.close()
+
+
+def _upserts(rows: list[tuple[int, str | None, bytes | None]], deletes: list[int]) -> TableChanges:
+    names = ARROW.names
+    columns = [list(c) for c in zip(*rows, strict=True)]
+    return TableChanges(SCHEMA.table, ImageColumns(names, columns, [0]), [(k,) for k in deletes])

@@ -8,6 +8,7 @@ second by the other key and overwrite it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -62,14 +63,19 @@ def _apply_batches(sink: JdbcSink) -> None:
 EXPECTED = [(1, "b", "x2"), (2, "d", "y2"), (5, "a", "n2")]
 
 
-def test_sink_created_table_is_upserted(replica: tuple[MariaDBServer, JdbcSinkConfig]) -> None:
+@pytest.mark.parametrize("bulk_load", [True, False], ids=["load-data-replace", "insert-on-duplicate"])
+def test_sink_created_table_is_upserted(
+    replica: tuple[MariaDBServer, JdbcSinkConfig], bulk_load: bool
+) -> None:
     mariadb, config = replica
-    sink = config.open()
+    sink = JdbcSink(replace(config, bulk_load=bulk_load))
     try:
         sink.prepare([SCHEMA])
         with sink._transaction() as cur:  # the path the batches below take
             assert sink._dialect.can_upsert(cur, SCHEMA)
         _apply_batches(sink)
+        if bulk_load:  # every upsert by LOAD DATA … REPLACE, none fell back to the INSERTs
+            assert sink._bulk is not None and sink._bulk.enabled and not sink._bulk._fallbacks
     finally:
         sink.close()
     assert _rows(mariadb, config) == EXPECTED

@@ -276,14 +276,23 @@ class BulkLoader:
     def enabled(self) -> bool | None:
         return self._enabled
 
-    def write(self, cur: Any, schema: TableSchema, data: pa.Table, insert: Callable[[], None]) -> None:
+    def write(
+        self,
+        cur: Any,
+        schema: TableSchema,
+        data: pa.Table,
+        insert: Callable[[], None],
+        replace: bool = False,
+    ) -> None:
+        """``replace``: the rows replace those of the same unique keys (``LOAD DATA … REPLACE``),
+        as the binlog's upserts do; else a duplicate key is a warning, which falls back."""
         if data.num_rows == 0:
             return
         if self._enabled is None:
             self._enabled = local_infile_allowed(cur.connection)
             how = "LOAD DATA LOCAL INFILE" if self._enabled else "multi-row INSERTs"
             why = "" if self._enabled else " (the target does not take LOAD DATA LOCAL INFILE)"
-            log.info("snapshot splits go into %s with %s%s", self._describe, how, why)
+            log.info("snapshot splits and binlog upserts go into %s with %s%s", self._describe, how, why)
         if not self._enabled:
             insert()
             return
@@ -293,19 +302,23 @@ class BulkLoader:
             insert()
             return
         cur.execute(f"SAVEPOINT {_SAVEPOINT}")
-        if self._load(cur, schema, data, plan):
+        if self._load(cur, schema, data, plan, replace):
             return
         cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
         insert()
 
-    def _load(self, cur: Any, schema: TableSchema, data: pa.Table, plan: list[str | None]) -> bool:
-        """Whether the load stored exactly ``data``'s rows (no warning, every row)."""
+    def _load(
+        self, cur: Any, schema: TableSchema, data: pa.Table, plan: list[str | None], replace: bool
+    ) -> bool:
+        """Whether the load stored exactly ``data``'s rows (no warning, every row: a replaced row
+        counts twice, its delete and its insert)."""
         import pymysql
 
         feeder = _Feeder(tsv_chunks(schema, data))
         try:
             with _allow_local_files(cur.connection):
-                loaded = cur.execute(self._statement(schema, data.column_names, plan, feeder.path))
+                statement = self._statement(schema, data.column_names, plan, feeder.path, replace)
+                loaded = cur.execute(statement)
         except pymysql.MySQLError as err:
             code = err.args[0] if err.args else None
             if code not in _REFUSED:
@@ -319,18 +332,21 @@ class BulkLoader:
             return False
         finally:
             feeder.close()
-        if feeder.error is None and not cur.warning_count and loaded == data.num_rows:
+        every_row = loaded >= data.num_rows if replace else loaded == data.num_rows
+        if feeder.error is None and not cur.warning_count and every_row:
             return True
         self._fallbacks += 1
         if self._fallbacks == 1:
             log.info(
-                "a split of %s did not load exactly by LOAD DATA (%s); it is written with INSERTs",
+                "rows of %s did not load exactly by LOAD DATA (%s); they are written with INSERTs",
                 schema.sink_name,
                 feeder.error or f"{cur.warning_count} warnings, {loaded} of {data.num_rows} rows",
             )
         return False
 
-    def _statement(self, schema: TableSchema, names: list[str], plan: list[str | None], path: str) -> str:
+    def _statement(
+        self, schema: TableSchema, names: list[str], plan: list[str | None], path: str, replace: bool
+    ) -> str:
         fields, sets = [], []
         for i, (name, expression) in enumerate(zip(names, plan, strict=True)):
             if expression is None:
@@ -340,7 +356,8 @@ class BulkLoader:
                 sets.append(f"{self._quote(name)} = {expression.format(v=f'@v{i}')}")
         # The default format: fields terminated by tab, escaped by backslash, lines by newline.
         sql = (
-            f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {self._quote(schema.sink_name)}"
+            f"LOAD DATA LOCAL INFILE '{path}' {'REPLACE ' if replace else ''}INTO TABLE"
+            f" {self._quote(schema.sink_name)}"
             f" CHARACTER SET utf8mb4 ({', '.join(fields)})"
         )
         return sql + (f" SET {', '.join(sets)}" if sets else "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -18,6 +18,9 @@ from sparkcdc.sinks.jdbc.bulk_load import refuse_local_files
 from sparkcdc.sinks.jdbc.sql import range_predicate
 from sparkcdc.sinks.jdbc.tls import pymysql_tls_options, tls_failure
 from sparkcdc.sinks.targets import scoped
+
+# Writes an Arrow table of upserts its own way, or calls the insert it is given (Dialect.upsert_rows).
+Load = Callable[[pa.Table, Callable[[], None]], None]
 
 
 class Target(Protocol):
@@ -63,9 +66,13 @@ class Dialect(Protocol):
     def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
         """Whether ``upsert_rows`` on this target is exactly delete-by-row-key then insert."""
 
-    def upsert_rows(self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row]) -> None:
+    def upsert_rows(
+        self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row], load: Load | None = None
+    ) -> None:
         """Insert canonical row images (key → column name → value; core/image_columns.py's
-        columns as they are), replacing the rows with their row keys (only where ``can_upsert``)."""
+        columns as they are), replacing the rows with their row keys (only where ``can_upsert``).
+        ``load(data, insert)``, where given, writes the images' Arrow table its own way with the
+        same effect, or calls ``insert`` (sinks/jdbc/bulk_load.py: ``LOAD DATA … REPLACE``)."""
 
 
 # Rows rendered at once by write_table, and the Arrow data they may hold.
@@ -238,10 +245,16 @@ class MySqlDialect:
             self._write_columns(cur, schema, names, list(zip(*rows, strict=True)), tail)
 
     def _write_columns(
-        self, cur: Any, schema: TableSchema, names: Sequence[str], columns: Sequence[Sequence[Any]], tail: str
+        self,
+        cur: Any,
+        schema: TableSchema,
+        names: Sequence[str],
+        columns: Sequence[Sequence[Any]],
+        tail: str,
+        load: Load | None = None,
     ) -> None:
         # Canonical values convert to the schema's Arrow types exactly (or refuse to), and the
-        # rows then go the column-wise way of write_table.
+        # rows then go the column-wise way of write_table (or ``load``'s, which falls back to it).
         try:
             target = schema.arrow_schema()
             fields = [target.field(n) for n in names]
@@ -250,7 +263,10 @@ class MySqlDialect:
         except (pa.ArrowException, KeyError, ValueError, TypeError, OverflowError):
             self._executemany(cur, schema, names, list(zip(*columns, strict=True)), tail)
             return
-        self.write_table(cur, schema, data, tail)
+        if load is None:
+            self.write_table(cur, schema, data, tail)
+        else:
+            load(data, lambda: self.write_table(cur, schema, data, tail))
 
     def can_upsert(self, cur: Any, schema: TableSchema) -> bool:
         names = tuple(c.name for c in schema.columns)
@@ -260,7 +276,9 @@ class MySqlDialect:
             self._upsertable[(schema.sink_name, names)] = known
         return known
 
-    def upsert_rows(self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row]) -> None:
+    def upsert_rows(
+        self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row], load: Load | None = None
+    ) -> None:
         # Every column is set, the key columns too: a key equal under the target's collation but
         # spelt differently ('a' vs 'A') ends up as the new image's spelling, as after a re-insert.
         # VALUES(col) rather than MySQL 8.0.19's row alias: MariaDB has no row alias, and MySQL
@@ -269,7 +287,7 @@ class MySqlDialect:
         sets = ", ".join(f"{self.quote(n)}=VALUES({self.quote(n)})" for n in names)
         if upserts:
             columns = _image_columns(upserts, names)
-            self._write_columns(cur, schema, names, columns, f" ON DUPLICATE KEY UPDATE {sets}")
+            self._write_columns(cur, schema, names, columns, f" ON DUPLICATE KEY UPDATE {sets}", load)
 
     def _executemany(
         self,

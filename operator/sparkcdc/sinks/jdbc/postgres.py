@@ -40,7 +40,7 @@ from sparkcdc.sinks.arrow_json import join_text
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.geometry import ewkb_array
 from sparkcdc.sinks.jdbc.bulk_load import hex_text
-from sparkcdc.sinks.jdbc.dialects import Target
+from sparkcdc.sinks.jdbc.dialects import Load, Target
 from sparkcdc.sinks.jdbc.evolution import pg_default
 from sparkcdc.sinks.jdbc.pg_rank import StringRank, candidates_predicate, quote_ident, rank_index_sql
 from sparkcdc.sinks.jdbc.sql import key_in_list_predicate, range_predicate
@@ -280,5 +280,7 @@ class PostgresDialect:
         # Rows arrive by COPY, which has no ON CONFLICT: the sink deletes the keys and appends.
         return False
 
-    def upsert_rows(self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row]) -> None:
+    def upsert_rows(
+        self, cur: Any, schema: TableSchema, upserts: Mapping[Key, Row], load: Load | None = None
+    ) -> None:
         raise SinkError("PostgreSQL targets are written by delete and COPY, not by upsert")
