@@ -21,9 +21,10 @@ import (
 // Answer: one JSON line per batch (and one per DDL statement, see onDDL), each the reduction of whole transactions (the last image per key
 // of every requested table), ending at a transaction boundary:
 //
-//	{"end": {"file", "pos"}, "newest": S, "events": N, "tables": [...as in a range answer...]}
+//	{"end": {"file", "pos", "gtid"}, "newest": S, "events": N, "tables": [...as in a range answer...]}
 //
-// ("newest": the latest event time of its rows, Unix seconds; 0 without rows).
+// ("newest": the latest event time of its rows, Unix seconds; 0 without rows; "gtid": MariaDB's
+// GTID position at "end", given "startGtid", as gtid.go keeps it; every "end" and "at" has it).
 //
 // A batch closes at the first boundary after N row events, or T milliseconds after the previous one
 // (also while the source is idle, when the stream moved past other tables' transactions); a
@@ -49,9 +50,10 @@ type follower struct {
 	d       *decoding
 	out     *bufio.Writer
 	file    string
-	last    position // the last transaction boundary read
+	last    position // the last transaction boundary read (with the GTID position there)
 	emitted position // the end of the last batch answered
-	open    bool     // rows read since the last boundary: a batch cannot close here
+	gtids   *gtidPosition
+	open    bool // rows read since the last boundary: a batch cannot close here
 	since   time.Time
 	newest  uint32 // the newest event time (Unix seconds) of the batch's rows, for the caller's lag
 }
@@ -64,8 +66,10 @@ func follow(req request, w io.Writer) error {
 	defer syncer.Close()
 	f := &follower{
 		req: req, d: newDecoding(req), out: bufio.NewWriterSize(w, 1<<20),
-		file: req.Start.File, last: req.Start, emitted: req.Start, since: time.Now(),
+		file: req.Start.File, since: time.Now(), gtids: newGTIDPosition(req.StartGTID),
 	}
+	f.last = f.gtids.at(req.Start)
+	f.emitted = f.last
 	wait := time.Duration(max(1, req.Follow.BatchMillis)) * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -100,6 +104,10 @@ func (f *follower) onRaw(data []byte) error {
 		f.file = string(rotate.NextLogName)
 		return nil
 	}
+	if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
+		// Each transaction (and DDL statement) begins with its GTID: the position after it has it.
+		f.gtids.add(g.GTID)
+	}
 	if t := ev.Header.EventType; t == replication.HEARTBEAT_EVENT || t == replication.HEARTBEAT_LOG_EVENT_V2 {
 		if f.open {
 			return nil
@@ -121,17 +129,17 @@ func (f *follower) onRaw(data []byte) error {
 		if err := f.d.onEvent(ev); err != nil {
 			return err
 		}
-		f.advance(position{File: f.file, Pos: ev.Header.LogPos})
+		f.advance(f.gtids.at(position{File: f.file, Pos: ev.Header.LogPos}))
 		return f.emitIfDue(false)
 	}
 	if q, ok := ev.Event.(*replication.QueryEvent); ok && isDDL(q) && ev.Header.LogPos != 0 {
-		return f.onDDL(q, position{File: f.file, Pos: ev.Header.LogPos})
+		return f.onDDL(q, f.gtids.at(position{File: f.file, Pos: ev.Header.LogPos}))
 	}
 	boundary, err := isBoundary(ev)
 	if err != nil || !boundary || ev.Header.LogPos == 0 {
 		return err
 	}
-	f.advance(position{File: f.file, Pos: ev.Header.LogPos})
+	f.advance(f.gtids.at(position{File: f.file, Pos: ev.Header.LogPos}))
 	f.open = false
 	return f.emitIfDue(false)
 }

@@ -39,6 +39,7 @@ import (
 type position struct {
 	File string `json:"file"`
 	Pos  uint32 `json:"pos"`
+	GTID string `json:"gtid,omitempty"` // MariaDB's GTID position there, where known (gtid.go)
 }
 
 type tableSpec struct {
@@ -66,6 +67,9 @@ type request struct {
 	Tables   []tableSpec `json:"tables"`
 	// Set: follow the binlog from Start with no end (follow.go) instead of decoding Start..Stop.
 	Follow *followSpec `json:"follow"`
+	// MariaDB's GTID position at Start, when the caller knows it: followed batches then end with
+	// their own (follow.go, gtid.go).
+	StartGTID string `json:"startGtid"`
 	// Not 0: the @@server_id the source must have (a failover behind its address is an error).
 	ExpectServerID uint32 `json:"expectServerId"`
 }

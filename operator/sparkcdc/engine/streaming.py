@@ -39,6 +39,7 @@ from sparkcdc.engine.table_failures import StreamFailures
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeFollower
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.connection import SourceConfig, connect
+from sparkcdc.mysql.failover import with_gtid
 from sparkcdc.mysql.flavor import detect_flavor
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink
@@ -177,9 +178,13 @@ class BinlogStreamer:
             return tables
         conn = connect(self.state.source)
         try:
-            flavor = detect_flavor(conn).kind
+            server = detect_flavor(conn)
+            # The start's GTID position, asked once: the decoder keeps it along the stream, so
+            # no batch's checkpoint has to ask the server for its own (stream_state.with_gtid).
+            start = with_gtid(conn, start, server)
         finally:
             conn.close()
+        flavor = server.kind
         spec = self.state.settings.binlog
         gathered = gathering(self.state.sink, spec)  # batch_sizing.py: bigger batches when behind
         capacity = gathered.capacity(spec.batch_rows)

@@ -112,6 +112,42 @@ def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
     assert isinstance(stopped, NativeStopped) and stopped.end == after_ddl and "columns" in stopped.why
 
 
+def test_every_end_carries_the_servers_gtid_position_there(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    """Given the start's GTID position, the decoder keeps it along the stream (binlogdec/gtid.go):
+    each batch's end, a DDL's place and its end carry what BINLOG_GTID_POS says there, a second
+    replication domain included; without it, no end claims one (the caller asks the server)."""
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`t`"
+    mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(10))")
+    schema = source_schema(cfg, TableId(fresh_db, "t"))
+    start = binlog_offset(mariadb)
+    for i in range(1, 40):
+        # Every fifth transaction alternately in domain 7 (the harness shares one connection).
+        mariadb.execute(f"SET SESSION gtid_domain_id = {7 if i % 10 == 5 else 0}")
+        mariadb.execute(f"INSERT INTO {table} VALUES ({i}, 'v{i}')")
+    mariadb.execute("SET SESSION gtid_domain_id = 0")
+    mariadb.execute(f"ALTER TABLE {table} MODIFY v VARCHAR(10)")  # the same columns: read on
+    mariadb.execute(f"INSERT INTO {table} VALUES (100, 'last')")
+    stop = binlog_offset(mariadb)
+
+    def gtid_pos(offset: BinlogOffset) -> str:
+        found = mariadb.execute("SELECT BINLOG_GTID_POS(%s, %s)", (offset.file, offset.pos))[0][0]
+        return ",".join(sorted(str(found).split(","), key=lambda part: int(part.split("-")[0])))
+
+    known = replace(start, gtid_set=gtid_pos(start))
+    items = _follow(binary, cfg, schema, known, stop)
+    assert any(isinstance(i, NativeDdl) for i in items) and isinstance(items[-1], NativeBatch), items
+    ends = [i.end for i in items if isinstance(i, NativeBatch)]
+    ends += [o for i in items if isinstance(i, NativeDdl) for o in (i.at, i.statement.offset)]
+    assert ends and all(o.gtid_set == gtid_pos(o) for o in ends), ends
+    assert "7-" in ends[-1].gtid_set  # the second domain's transactions are in it
+
+    unknown = _follow(binary, cfg, schema, start, stop)
+    assert all(i.end.gtid_set == "" for i in unknown if isinstance(i, NativeBatch)), unknown
+
+
 def test_rows_of_another_definition_of_the_same_width_are_refused(
     mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
 ) -> None:

@@ -98,6 +98,8 @@ class NativeFollower:
         itself (a failover behind the address ends the decoder instead of being read)."""
         request = native_request(cfg, server_id, schemas, start, flavor)
         request["expectServerId"] = expect_server_id or 0
+        # MariaDB's GTID position at the start, where known: every batch's end then has its own.
+        request["startGtid"] = start.gtid_set
         request["follow"] = {
             "batchEvents": settings.batch_events,
             "batchMillis": settings.batch_millis,
@@ -192,7 +194,7 @@ class NativeFollower:
 
 
 def _offset(position: Mapping[str, Any]) -> BinlogOffset:
-    return BinlogOffset(str(position["file"]), int(position["pos"]))
+    return BinlogOffset(str(position["file"]), int(position["pos"]), str(position.get("gtid") or ""))
 
 
 def _tail(stream: IO[bytes] | None) -> str:
