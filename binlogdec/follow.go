@@ -198,10 +198,31 @@ func (f *follower) emit() error {
 	return nil
 }
 
-// isDDL tells a statement other than a transaction's BEGIN, COMMIT or XA (as isBoundary does).
+// isDDL tells a statement other than a transaction's BEGIN, COMMIT, XA or savepoints (as
+// isBoundary does).
 func isDDL(q *replication.QueryEvent) bool {
 	head := strings.ToUpper(strings.TrimSpace(string(q.Query)))
-	return !strings.HasPrefix(head, "BEGIN") && !strings.HasPrefix(head, "COMMIT") && !strings.HasPrefix(head, "XA")
+	return !strings.HasPrefix(head, "BEGIN") && !strings.HasPrefix(head, "COMMIT") &&
+		!strings.HasPrefix(head, "XA") && !withinTransaction(head)
+}
+
+// withinTransaction tells the statements logged inside a transaction between its rows: savepoints
+// (SAVEPOINT, ROLLBACK [WORK] TO, RELEASE SAVEPOINT), which applications use and a JDBC sink on the
+// source's server writes (sinks/jdbc/bulk_load.py). They neither change a table nor end anything.
+func withinTransaction(head string) bool {
+	words := strings.Fields(head)
+	if len(words) > 0 && words[0] == "ROLLBACK" && len(words) > 1 && words[1] == "WORK" {
+		words = append(words[:1], words[2:]...)
+	}
+	switch {
+	case len(words) == 0:
+		return false
+	case words[0] == "SAVEPOINT":
+		return true
+	case words[0] == "RELEASE" || words[0] == "ROLLBACK":
+		return len(words) > 1 && (words[1] == "SAVEPOINT" || words[1] == "TO")
+	}
+	return false
 }
 
 // onDDL answers the batch before a DDL statement, then the statement itself, for the caller to

@@ -64,7 +64,7 @@ func isBoundary(ev *replication.BinlogEvent) (bool, error) {
 		return true, nil
 	case *replication.QueryEvent:
 		head := strings.ToUpper(strings.TrimSpace(string(e.Query)))
-		if strings.HasPrefix(head, "BEGIN") {
+		if strings.HasPrefix(head, "BEGIN") || withinTransaction(head) {
 			return false, nil
 		}
 		if strings.HasPrefix(head, "COMMIT") || strings.HasPrefix(head, "XA") {

@@ -352,10 +352,22 @@ class DdlStatement:
     query: str
 
 
+def _within_transaction(text: str) -> bool:
+    """Savepoints (``SAVEPOINT``, ``ROLLBACK [WORK] TO``, ``RELEASE SAVEPOINT``): logged inside a
+    transaction between its rows — applications use them, and a JDBC sink on the source's server
+    writes them (sinks/jdbc/bulk_load.py) — they change no table and end nothing."""
+    words = [w for w in text.upper().split()[:3] if w != "WORK"]
+    if not words:
+        return False
+    if words[0] == "SAVEPOINT":
+        return True
+    return words[0] in ("RELEASE", "ROLLBACK") and words[1:2] in (["SAVEPOINT"], ["TO"])
+
+
 def _query_items(event: QueryEvent, position: BinlogOffset) -> Iterator[BinlogOffset | DdlStatement]:
     text = event.query.decode("utf-8", "replace") if isinstance(event.query, bytes) else str(event.query)
     head = text.lstrip().split(None, 1)[0].upper() if text.strip() else ""
-    if head == "BEGIN":
+    if head == "BEGIN" or _within_transaction(text):
         return
     if head in ("COMMIT", "XA"):
         yield position
