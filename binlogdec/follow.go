@@ -38,9 +38,10 @@ import (
 // is written as it is made; a caller that reads slowly slows the decoder (the pipe fills), which
 // bounds the memory of both.
 type followSpec struct {
-	BatchEvents      int `json:"batchEvents"`
-	BatchMillis      int `json:"batchMillis"`
-	HeartbeatSeconds int `json:"heartbeatSeconds"`
+	BatchEvents      int  `json:"batchEvents"`
+	BatchMillis      int  `json:"batchMillis"`
+	HeartbeatSeconds int  `json:"heartbeatSeconds"`
+	Changes          bool `json:"changes"` // every change in order, not reduced (changelog.go)
 }
 
 // follower is the state of a followed stream: what is reduced since the last answered batch, and
@@ -102,6 +103,7 @@ func (f *follower) onRaw(data []byte) error {
 	}
 	if rotate, ok := ev.Event.(*replication.RotateEvent); ok {
 		f.file = string(rotate.NextLogName)
+		f.d.file = f.file
 		return nil
 	}
 	if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {

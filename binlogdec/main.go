@@ -117,8 +117,12 @@ func answerWith(open []byte, tables map[string]*reduced, events int, flavor stri
 		if b, err = appendJSON(append(b, `,"table":`...), t.spec.Table); err != nil {
 			return nil, err
 		}
-		out = append(append(out, append(b, `,"upserts":[`...)), rows.upserts.pieces...)
-		out = append(append(out, []byte(`],"deletes":[`)), rows.deletes.pieces...)
+		if t.log {
+			out = append(append(out, append(b, `,"changes":[`...)), rows.changes.pieces...)
+		} else {
+			out = append(append(out, append(b, `,"upserts":[`...)), rows.upserts.pieces...)
+			out = append(append(out, []byte(`],"deletes":[`)), rows.deletes.pieces...)
+		}
 		out = append(out, []byte("]}"))
 	}
 	return append(out, []byte("]}\n")), nil

@@ -35,9 +35,11 @@ type reduced struct {
 	index   keyIndex             // key -> entries
 	entries []entry
 	keys    []byte // the block the keys of deletes are copied to (one allocation for many)
+	log     bool   // every change in order instead (changelog.go)
+	changes []change
 }
 
-func newReduced(spec tableSpec) *reduced {
+func newReduced(spec tableSpec, log bool) *reduced {
 	text := make([]bool, spec.Columns)
 	for _, i := range spec.Text {
 		text[i] = true
@@ -46,7 +48,7 @@ func newReduced(spec tableSpec) *reduced {
 	for i := range all {
 		all[i] = i
 	}
-	return &reduced{spec: spec, text: text, all: all, maps: map[string]*tableMap{}, index: newKeyIndex()}
+	return &reduced{spec: spec, text: text, all: all, maps: map[string]*tableMap{}, index: newKeyIndex(), log: log}
 }
 
 // sameNames tells whether the table map names the request's columns, in order (case aside, as
@@ -118,8 +120,9 @@ func (r *reduced) keep(key []byte) []byte {
 
 // apply reduces the rows of one rows event (body: the images, after the event's header) into the
 // table, as core/merge.py's collapse does: an update that changes the key is a delete of the old key
-// and an insert of the new one. It returns the row events applied.
-func (r *reduced) apply(ev *replication.RowsEvent, table *tableMap, body []byte) (int, error) {
+// and an insert of the new one; in log mode it keeps them all (changelog.go). It returns the row
+// events applied.
+func (r *reduced) apply(ev *replication.RowsEvent, table *tableMap, body []byte, at eventAt) (int, error) {
 	kind := ev.Type()
 	if kind == replication.EnumRowsEventTypeUnknown {
 		return 0, unsupported{fmt.Sprintf("rows event type %v", kind)}
@@ -128,6 +131,9 @@ func (r *reduced) apply(ev *replication.RowsEvent, table *tableMap, body []byte)
 	if !fullImage(ev.ColumnBitmap1, columns) ||
 		(kind == replication.EnumRowsEventTypeUpdate && !fullImage(ev.ColumnBitmap2, columns)) {
 		return 0, unsupported{"a partial row image (binlog_row_image is not FULL)"}
+	}
+	if r.log {
+		return r.logRows(kind, table, body, at)
 	}
 	if kind == replication.EnumRowsEventTypeUpdate {
 		return r.applyUpdates(table, body)

@@ -153,10 +153,14 @@ func (l *rowList) done(b []byte) { l.pieces[len(l.pieces)-1] = b }
 // tableOut collects one table's answer.
 type tableOut struct {
 	upserts, deletes rowList
+	changes          rowList // log mode (changelog.go)
 }
 
 // render decodes the table's surviving images, a chunk of one table map at a time, into out.
 func (r *reduced) render(flavor string, out *tableOut) error {
+	if r.log {
+		return r.renderLog(flavor, &out.changes)
+	}
 	upserts, deletes, order := r.survivors()
 	for _, m := range order {
 		if err := r.renderImages(flavor, m, false, upserts[m], &out.upserts); err != nil {

@@ -154,6 +154,8 @@ func checkServerID(c *client.Conn, want uint32) error {
 
 // decoding is the state of reading one range: the requested tables and the table maps in force.
 type decoding struct {
+	file   string // the binlog file read (its rotations: the caller's)
+	log    bool   // every change, not the last image per key (changelog.go)
 	tables map[string]*reduced
 	maps   map[*replication.TableMapEvent]*tableMap
 	reader *reader
@@ -209,13 +211,14 @@ func (d *decoding) onRows(ev *replication.BinlogEvent, e *replication.RowsEvent)
 	if err != nil {
 		return err
 	}
-	n, err := t.apply(e, m, body)
+	n, err := t.apply(e, m, body, eventAt{file: d.file, pos: ev.Header.LogPos, ts: ev.Header.Timestamp})
 	d.events += n
 	return err
 }
 
 func newDecoding(req request) *decoding {
-	d := &decoding{maps: map[*replication.TableMapEvent]*tableMap{}, reader: newReader(req.Flavor)}
+	d := &decoding{maps: map[*replication.TableMapEvent]*tableMap{}, reader: newReader(req.Flavor), file: req.Start.File}
+	d.log = req.Follow != nil && req.Follow.Changes
 	d.reset(req.Tables)
 	return d
 }
@@ -224,7 +227,7 @@ func newDecoding(req request) *decoding {
 func (d *decoding) reset(specs []tableSpec) {
 	d.tables = map[string]*reduced{}
 	for _, t := range specs {
-		d.tables[t.DB+"\x00"+t.Table] = newReduced(t)
+		d.tables[t.DB+"\x00"+t.Table] = newReduced(t, d.log)
 	}
 	d.events = 0
 }
@@ -249,6 +252,7 @@ func decode(req request) (map[string]*reduced, int, error) {
 		}
 		if rotate, ok := ev.Event.(*replication.RotateEvent); ok {
 			file = string(rotate.NextLogName)
+			d.file = file
 			continue
 		}
 		if err := d.onEvent(ev); err != nil {

@@ -74,8 +74,11 @@ def absorb(into: NativeBatch, later: NativeBatch) -> NativeBatch:
             held.delete(key)
         for key, image in net.upserts.items():
             held.upsert(key, image)
+    logs = dict(into.changelog)
+    for table, records in later.changelog.items():
+        logs[table] = logs.get(table, ()) + records
     newest = max(into.newest_ms, later.newest_ms)
-    return NativeBatch(later.end, into.events + later.events, newest, changes)
+    return NativeBatch(later.end, into.events + later.events, newest, changes, logs)
 
 
 def gather(

@@ -26,7 +26,7 @@ from sparkcdc.engine.capture_changes import CaptureChanges
 from sparkcdc.engine.catchup import catchup_settings
 from sparkcdc.engine.discovery import discover_tables, follows_vanished, server_id_range
 from sparkcdc.engine.listener import PipelineListener
-from sparkcdc.engine.native_live import native_decoder
+from sparkcdc.engine.native_live import logs_every_change, native_decoder
 from sparkcdc.engine.planning import key_order, plan_table, tail_splits
 from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.engine.schema_changes import fail_vanished_tables
@@ -243,6 +243,7 @@ class SplitEnumerator:
             catchup_settings(self._spark, ids, self._runtime.pipeline.spec, self._runtime.options),
             self._identity.server_id if self._identity is not None else None,
             native_decoder=native_decoder(self._runtime.pipeline.spec, self._runtime.options),
+            native_changes=logs_every_change(self._runtime.pipeline.spec),
             split_server_id=ids[0],
         )
         sink = self._runtime.sink.open()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
@@ -46,6 +47,17 @@ _OP_NAMES = {Op.INSERT: "create", Op.UPDATE: "update", Op.DELETE: "delete"}
 def event_counts(events: Iterable[ChangeEvent]) -> dict[tuple[TableId, str], int]:
     """``BatchCommit.changes`` of a batch of row events."""
     return dict(Counter((e.table, _OP_NAMES[e.op]) for e in events))
+
+
+# The changelog record that stands for each row event (an update has two: -U and +U).
+_RECORD_OPS = {"+I": "create", "+U": "update", "-D": "delete"}
+
+
+def record_counts(changelog: Mapping[TableId, Sequence[ChangelogRecord]]) -> dict[tuple[TableId, str], int]:
+    """``BatchCommit.changes`` of every table's changelog records (the Go decoder's log mode)."""
+    ops = (_RECORD_OPS.get(r.op) for records in changelog.values() for r in records)
+    tables = (t for t, records in changelog.items() for _ in records)
+    return dict(Counter((t, op) for t, op in zip(tables, ops, strict=True) if op is not None))
 
 
 def net_counts(changes: Mapping[TableId, BackfillChanges]) -> dict[tuple[TableId, str], int]:

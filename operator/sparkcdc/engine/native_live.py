@@ -10,6 +10,10 @@ statement, a definition it was not given), is the Python reader's (engine/stream
 hands back once it committed past that point. The log says which decoder runs. While it is behind,
 the batches waiting are applied as one where the sink asks for that (batch_sizing.py).
 
+The changelog sink, which keeps every change as it happened, gets every change in order instead
+(``logs_every_change``: the decoder's log mode, binlogdec/changelog.go), as the same records the
+Python reader's events make; a replayed batch rewrites its files (named by their first offset).
+
 Delta sinks, which also apply net last images, stay on the Python reader: the hand-over at a DDL
 statement happens at the sink's pace (after the batch before it is applied), and behind a MERGE
 of seconds the source may already have run the table's next statements, whose definitions the
@@ -42,17 +46,25 @@ from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.options import EngineOptions
 
-__all__ = ["NativeLive", "NativeOutcome", "native_decoder", "native_tables"]
+__all__ = ["NativeLive", "NativeOutcome", "logs_every_change", "native_decoder", "native_tables"]
 
 Apply = Callable[[NativeBatch, Checkpoint], Checkpoint]  # applies and checkpoints one batch
 
 
 def native_decoder(spec: CdcPipelineSpec, options: EngineOptions) -> Path | None:
-    """The Go decoder for the live path of this pipeline, or None when its sink needs every change
-    or the options say Python."""
-    if not applies_net_effects(spec):
+    """The Go decoder for the live path of this pipeline, or None when its sink needs what the
+    decoder does not hand over (per-row metadata, soft deletes, Delta: see above) or the options
+    say Python."""
+    if not (applies_net_effects(spec) or logs_every_change(spec)):
         return None
     return decoder_path(options.binlog_decoder, options.cache_dir)
+
+
+def logs_every_change(spec: CdcPipelineSpec) -> bool:
+    """Whether the sink keeps every change as it happened (the changelog sink, its records as
+    written): the Go decoder then hands over each table's changes in order (log mode), not net
+    effects."""
+    return spec.sink.type == "changelog"  # which has no metadata columns or soft deletes
 
 
 def native_tables(

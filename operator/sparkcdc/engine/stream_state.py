@@ -51,6 +51,8 @@ class StreamSettings:
     lag_check_seconds: float = LAG_CHECK_SECONDS
     # The Go decoder for the live path where it is exact (native_live.py); None: Python only.
     native_decoder: Path | None = None
+    # The Go decoder hands over every change in order (a sink keeping a log), not net effects.
+    native_changes: bool = False
     # The replica id of the binlog backfill of splits read beside the stream (interleaved.py).
     split_server_id: int | None = None
 

@@ -19,6 +19,7 @@ from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.catchup import table_changes
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.backlog import BacklogProbe
@@ -27,7 +28,7 @@ from sparkcdc.engine.capture_changes import CaptureChanges
 from sparkcdc.engine.cascading import CascadeFollower
 from sparkcdc.engine.catchup import CatchupRunner
 from sparkcdc.engine.interleaved import InterleavedSnapshot
-from sparkcdc.engine.listener import BatchCommit, PipelineListener, net_counts
+from sparkcdc.engine.listener import BatchCommit, PipelineListener, net_counts, record_counts
 from sparkcdc.engine.live_reader import Batch
 from sparkcdc.engine.native_live import NativeLive, native_tables
 from sparkcdc.engine.python_live import PythonLive
@@ -189,7 +190,8 @@ class BinlogStreamer:
         gathered = gathering(self.state.sink, spec)  # batch_sizing.py: bigger batches when behind
         capacity = gathered.capacity(spec.batch_rows)
         heartbeat = spec.heartbeat_interval_seconds
-        settings = FollowSettings(spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity)
+        changes = self.state.settings.native_changes
+        settings = FollowSettings(spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes)
         ids = self.state.settings.server_id, self.state.settings.source_server_id
         follower = NativeFollower(decoder, self.state.source, ids[0], tables, start, flavor, settings, ids[1])
         self.state.listener.message(f"the live path reads from {start} with the Go decoder")
@@ -209,7 +211,9 @@ class BinlogStreamer:
     def _apply_native(self, batch: NativeBatch, checkpoint: Checkpoint) -> Checkpoint:
         """One batch of the Go decoder: applied per table as a catch-up round, then checkpointed."""
         live = {t: c for t, c in batch.changes.items() if c and t not in self.state.failures}
+        logged = {t: r for t, r in batch.changelog.items() if r and t not in self.state.failures}
         changes = [table_changes(t, c, batch.end) for t, c in live.items()]
+        changes += [TableChanges(t, {}, (), records, batch.end) for t, records in logged.items()]
         read_at, started = time.time(), time.perf_counter()
         self.state.failures.apply(self.state.sink, changes, batch.end)
         seconds = time.perf_counter() - started
@@ -217,7 +221,8 @@ class BinlogStreamer:
         # The checkpoint's offset, not the batch's: it carries the GTID position (status.progress
         # gtidPosition, which a failover is followed by).
         end = checkpoint.binlog_offset or batch.end
-        commit = BatchCommit(batch.events, end, seconds, batch.newest_ms, net_counts(live), read_at)
+        counts = {**net_counts(live), **record_counts(logged)}
+        commit = BatchCommit(batch.events, end, seconds, batch.newest_ms, counts, read_at)
         self.state.listener.batch_committed(commit)
         return checkpoint
 

@@ -22,10 +22,12 @@ from harness.waiting import wait_until
 from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.microbatch import changelog_records
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
 from sparkcdc.mysql.binlog.native import decode_range
+from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.spark.catchup_tasks import RangeContext, read_range
@@ -35,10 +37,15 @@ SMALL = FollowSettings(batch_events=50, batch_millis=200, heartbeat_seconds=5)
 
 
 def _follow(
-    binary: Path, cfg: SourceConfig, schema: TableSchema, start: BinlogOffset, until: BinlogOffset
+    binary: Path,
+    cfg: SourceConfig,
+    schema: TableSchema,
+    start: BinlogOffset,
+    until: BinlogOffset,
+    settings: FollowSettings = SMALL,
 ) -> list[NativeBatch | NativeDdl | NativeStopped]:
     """What the follower answers from ``start`` until a batch reaches ``until`` or it stops."""
-    follower = NativeFollower(binary, cfg, 4301, {schema.table: schema}, start, "mariadb", SMALL)
+    follower = NativeFollower(binary, cfg, 4301, {schema.table: schema}, start, "mariadb", settings)
     follower.start()
     items: list[NativeBatch | NativeDdl | NativeStopped] = []
     try:
@@ -84,6 +91,39 @@ def test_followed_batches_reduce_the_type_table_like_python(
     for key, row in python.upserts.items():
         diff = {c: (v, followed.upserts[key][c]) for c, v in row.items() if followed.upserts[key][c] != v}
         assert diff == {}, f"row {key}: python vs the followed Go batches"
+
+
+def test_followed_changes_are_the_python_readers_changelog_records(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    """Log mode (binlogdec/changelog.go), for the changelog sink: every change of the type table's
+    stretch in order — inserts, updates, key changes, deletes, multi-row events — as exactly the
+    records python-mysql-replication's events make (op, canonical image, offset, row index, time)."""
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`types`"
+    create_without_geometry(mariadb, table)
+    start = binlog_offset(mariadb)
+    write_changes_without_geometry(mariadb, table)
+    stop = binlog_offset(mariadb)
+    schema = source_schema(cfg, TableId(fresh_db, "types"))
+
+    items = _follow(binary, cfg, schema, start, stop, replace(SMALL, changes=True))
+    batches = [i for i in items if isinstance(i, NativeBatch)]
+    assert len(batches) == len(items) > 1 and all(not b.changes for b in batches), items
+    followed = [r for b in batches for r in b.changelog.get(schema.table, ())]
+    events = list(read_changes(cfg, 4305, start, stop, {schema.table: schema}))
+    python = [r for e in events for r in changelog_records(e)]
+    assert {r.op for r in python} == {"+I", "-U", "+U", "-D"} and len(followed) == len(python)
+    assert sum(b.events for b in batches) == len(events)
+    for ours, theirs in zip(followed, python, strict=True):
+        assert (ours.op, ours.offset, ours.index, ours.ts_ms) == (
+            theirs.op,
+            theirs.offset,
+            theirs.index,
+            theirs.ts_ms,
+        )
+        diff = {c: (v, ours.data[c]) for c, v in theirs.data.items() if ours.data[c] != v}
+        assert diff == {} and ours.data.keys() == theirs.data.keys(), f"{theirs.op} at {theirs.offset}"
 
 
 def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(

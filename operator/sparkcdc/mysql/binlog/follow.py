@@ -25,14 +25,15 @@ import queue
 import subprocess
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog.native import native_request, parse_answer, reduced_changes
+from sparkcdc.mysql.binlog.native import logged_changes, native_request, parse_answer, reduced_changes
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
@@ -47,16 +48,19 @@ class FollowSettings:
     batch_millis: int
     heartbeat_seconds: int
     capacity: int = 4  # converted batches waiting for the caller
+    changes: bool = False  # every change in order (a sink that keeps a log), not net effects
 
 
 @dataclass(frozen=True)
 class NativeBatch:
-    """Whole transactions up to ``end``, reduced per table."""
+    """Whole transactions up to ``end``, reduced per table (``changes``), or, for a follower of
+    every change, each table's changes in order (``changelog``)."""
 
     end: BinlogOffset
     events: int
     newest_ms: int  # the newest event time of its rows; 0 without rows
     changes: dict[TableId, BackfillChanges]
+    changelog: dict[TableId, tuple[ChangelogRecord, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,9 +108,11 @@ class NativeFollower:
             "batchEvents": settings.batch_events,
             "batchMillis": settings.batch_millis,
             "heartbeatSeconds": settings.heartbeat_seconds,
+            "changes": settings.changes,
         }
         self._request = json.dumps(request).encode()
         self._binary, self._schemas, self._start = binary, dict(schemas), start
+        self._logs = settings.changes
         self._queue: queue.Queue[Item | BaseException] = queue.Queue(settings.capacity)
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread = threading.Thread(target=self._read, name="sparkcdc-binlogdec-follow", daemon=True)
@@ -173,8 +179,10 @@ class NativeFollower:
             )
         if "unsupported" in answer:
             return NativeStopped(end, str(answer["unsupported"]))
-        changes = reduced_changes(self._schemas, answer["tables"])
-        return NativeBatch(end, int(answer["events"]), int(answer["newest"]) * 1000, changes)
+        events, newest = int(answer["events"]), int(answer["newest"]) * 1000
+        if self._logs:
+            return NativeBatch(end, events, newest, {}, logged_changes(self._schemas, answer["tables"]))
+        return NativeBatch(end, events, newest, reduced_changes(self._schemas, answer["tables"]))
 
     def _ended(self, proc: subprocess.Popen[bytes]) -> BaseException:
         code = proc.wait()

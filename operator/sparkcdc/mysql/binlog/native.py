@@ -38,6 +38,7 @@ import orjson
 
 from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.merge import BackfillChanges
+from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column, Family
@@ -53,6 +54,7 @@ __all__ = [
     "decode_range",
     "decoder_path",
     "decoder_version",
+    "logged_changes",
     "native_eligible",
     "native_request",
     "parse_answer",
@@ -277,6 +279,48 @@ def native_request(
         "start": {"file": start.file, "pos": start.pos},
         "tables": tables,
     }
+
+
+def logged_changes(
+    schemas: Mapping[TableId, TableSchema], tables: Any
+) -> dict[TableId, tuple[ChangelogRecord, ...]]:
+    """The decoder's "tables" of a batch in log mode (binlogdec/changelog.go): every table's row
+    changes in binlog order, as the records the Python reader's events make (core/microbatch.py
+    ``changelog_records``): the same offsets, row indexes, times and canonical images."""
+    out = {}
+    with _collector_paused():
+        for part in tables or ():
+            if rows := part.get("changes"):
+                table = TableId(part["db"], part["table"])
+                out[table] = _records(schemas[table], rows)
+    return out
+
+
+def _records(schema: TableSchema, rows: Sequence[Sequence[Any]]) -> tuple[ChangelogRecord, ...]:
+    befores = iter(_images(schema, [r[5] for r in rows if r[5] is not None]))
+    afters = iter(_images(schema, [r[6] for r in rows if r[6] is not None]))
+    records: list[ChangelogRecord] = []
+    offset = BinlogOffset("", 0)
+    for op, file, pos, index, ts, _, _ in rows:
+        if pos != offset.pos or file != offset.file:  # the rows of one event share their offset
+            offset = BinlogOffset(file, pos)
+        at, ts_ms = index * 2, ts * 1000
+        if op == "I":
+            records.append(ChangelogRecord("+I", next(afters), offset, at, ts_ms))
+        elif op == "D":
+            records.append(ChangelogRecord("-D", next(befores), offset, at, ts_ms))
+        else:
+            records.append(ChangelogRecord("-U", next(befores), offset, at, ts_ms))
+            records.append(ChangelogRecord("+U", next(afters), offset, at + 1, ts_ms))
+    return tuple(records)
+
+
+def _images(schema: TableSchema, images: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    if not images:
+        return []
+    names = schema.column_names
+    columns = _converted_columns(schema.columns, images)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 def reduced_changes(schemas: Mapping[TableId, TableSchema], tables: Any) -> dict[TableId, BackfillChanges]:
