@@ -61,16 +61,22 @@ def _follow(
     return items
 
 
-def test_followed_batches_reduce_the_type_table_like_python(
-    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
-) -> None:
+def _type_table_stretch(
+    mariadb: MariaDBServer, source_config: SourceConfig, db: str
+) -> tuple[SourceConfig, TableSchema, BinlogOffset, BinlogOffset]:
+    """The type table's changes (every family but GEOMETRY): the stretch of binlog they fill."""
     cfg = replace(source_config, tls_mode="disabled")
-    table = f"`{fresh_db}`.`types`"
+    table = f"`{db}`.`types`"
     create_without_geometry(mariadb, table)
     start = binlog_offset(mariadb)
     write_changes_without_geometry(mariadb, table)
-    stop = binlog_offset(mariadb)
-    schema = source_schema(cfg, TableId(fresh_db, "types"))
+    return cfg, source_schema(cfg, TableId(db, "types")), start, binlog_offset(mariadb)
+
+
+def test_followed_batches_reduce_the_type_table_like_python(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    cfg, schema, start, stop = _type_table_stretch(mariadb, source_config, fresh_db)
 
     items = _follow(binary, cfg, schema, start, stop)
     batches = [i for i in items if isinstance(i, NativeBatch)]
@@ -99,13 +105,7 @@ def test_followed_changes_are_the_python_readers_changelog_records(
     """Log mode (binlogdec/changelog.go), for the changelog sink: every change of the type table's
     stretch in order — inserts, updates, key changes, deletes, multi-row events — as exactly the
     records python-mysql-replication's events make (op, canonical image, offset, row index, time)."""
-    cfg = replace(source_config, tls_mode="disabled")
-    table = f"`{fresh_db}`.`types`"
-    create_without_geometry(mariadb, table)
-    start = binlog_offset(mariadb)
-    write_changes_without_geometry(mariadb, table)
-    stop = binlog_offset(mariadb)
-    schema = source_schema(cfg, TableId(fresh_db, "types"))
+    cfg, schema, start, stop = _type_table_stretch(mariadb, source_config, fresh_db)
 
     items = _follow(binary, cfg, schema, start, stop, replace(SMALL, changes=True))
     batches = [i for i in items if isinstance(i, NativeBatch)]
