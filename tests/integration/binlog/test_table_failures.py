@@ -24,6 +24,10 @@ from sparkcdc.testing.postgres import PostgresServer
 
 ROWS = 300
 GOOD = ("good_a", "good_b")
+# The long value goes into a row of its own, under a key the writer never touches: a later change
+# of the same row in the same binlog batch would be merged over it (the batch applies each row's
+# last image), and the sink would never be asked to store it.
+LONG_ROW = "INSERT INTO `{db}`.bad VALUES (1000000, 'far too long', 1)"
 
 
 def _create(case: Case, bad_value: str) -> None:
@@ -111,7 +115,7 @@ def test_rows_refused_while_streaming_fail_their_table_alone(case: Case) -> None
     case.execute(f"ALTER TABLE `{sink}`.bad MODIFY v VARCHAR(3)")  # by hand, after the snapshot
     with Writer(case) as writer:
         time.sleep(0.5)
-        case.execute(f"UPDATE `{case.db}`.bad SET v = 'far too long' WHERE id = 7")
+        case.execute(LONG_ROW.format(db=case.db))
         time.sleep(0.5)
         first = case.run(manifest)
         time.sleep(0.5)
@@ -133,7 +137,7 @@ def test_rows_refused_by_postgres_while_streaming(case: Case, postgres: Postgres
     postgres.execute("ALTER TABLE bad ALTER COLUMN v TYPE VARCHAR(3)", database=database)
     with Writer(case) as writer:
         time.sleep(0.5)
-        case.execute(f"UPDATE `{case.db}`.bad SET v = 'far too long' WHERE id = 7")
+        case.execute(LONG_ROW.format(db=case.db))
         first = case.run(manifest)
     assert writer.transactions > 10
     message = _assert_bad_failed(case, "pg", first, "stopped streaming", "SQLSTATE 22001")
