@@ -8,6 +8,12 @@ writer changes the source; an executor pod and then the driver pod are deleted m
 driver again mid-stream; afterwards the replica equals the source, the old epochs' executors were
 garbage-collected, and no container's log holds the password. An executor started without the
 pipeline's Spark key cannot join the application.
+
+The pods are deleted while the test holds a write lock on the source table, so the splits in
+flight wait for it (reading is all they do there: a lock-free snapshot takes no lock of its own,
+and the database holds the reads of a dead executor's connection back until it drops them). The
+snapshot is mid-way for as long as the kills take, however loaded the machine, with a table a
+few hundred splits smaller than a snapshot that had to outlast them by its length alone.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,7 @@ from harness.source_tables import Writer, create_table
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.kube.client import KubeClient
 from sparkcdc.kube.status_store import read_checkpoint
+from sparkcdc.spark.session import LOCAL_JVM_OPTIONS
 from sparkcdc.testing.containers import LIMITS, Images, podman
 from sparkcdc.testing.kube import REPO_ROOT, ControlPlane, ensure_binaries, free_port, wait_until
 from sparkcdc.testing.mariadb import MariaDBServer
@@ -40,7 +48,7 @@ CHART = REPO_ROOT / "charts" / "sparkcdc"
 OPERATOR_NS, PIPELINE_NS, PIPELINE = "sparkcdc-system", "shop", "shop-replica"
 EXECUTOR = f"app.kubernetes.io/component=executor,sparkcdc.io/pipeline={PIPELINE}"
 DRIVER = f"app.kubernetes.io/component=driver,sparkcdc.io/pipeline={PIPELINE}"
-ROWS = 120_000
+ROWS = 40_000
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -115,7 +123,10 @@ def readme_pipeline(mariadb: MariaDBServer, db: str, images: Images) -> str:
     spec["sink"].update(url=f"mysql://{mariadb.host}:{mariadb.port}/{db}_replica", user=mariadb.cdc_user)
     # Small splits on the executors from the start: a snapshot long enough to kill pods in.
     spec["snapshot"].update(chunkSize=400, parallelism=2, splitsPerTask=1, readInDriver="never")
-    spec["spark"] = {"image": images.spark, "imagePullPolicy": "Never"}
+    # JVMs that live minutes, not days: the C1 compiler alone and the serial collector, as the
+    # product gives a local context's JVM, spend less of a shared test machine's CPU.
+    jvm = {f"spark.{role}.extraJavaOptions": LOCAL_JVM_OPTIONS for role in ("driver", "executor")}
+    spec["spark"] = {"image": images.spark, "imagePullPolicy": "Never", "conf": jvm}
     spec["restartPolicy"] = {"initialBackoffSeconds": 1, "maxBackoffSeconds": 2}
     return yaml.safe_dump_all([secret, pipeline])
 
@@ -126,6 +137,10 @@ def status(cp: ControlPlane) -> Obj:
 
 def epoch(cp: ControlPlane) -> int:
     return int((status(cp).get("driver") or {}).get("epoch") or 0)
+
+
+def splits_finished(cp: ControlPlane) -> int:
+    return int((status(cp).get("progress") or {}).get("splitsFinished") or 0)
 
 
 def snapshot_done(cp: ControlPlane) -> bool:
@@ -156,19 +171,22 @@ def test_the_readme_pipeline_runs_on_executor_pods_and_survives_their_loss(
 
     # Two executors join the first driver; one is deleted while splits are read.
     first = wait_until(lambda: executors_up(cp, runner), 420, "two executors registered with the driver")
-    assert_executor_pods(cp, mariadb.cdc_password or "")
-    assert not snapshot_done(cp), "the snapshot ended before an executor could be deleted"
-    kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, first[0], "--wait=false")
-    wait_until(lambda: set(executors_up(cp, runner)) - set(first), 300, "a replacement executor")
+    wait_until(lambda: splits_finished(cp) > 0, 300, "splits committed by the first driver", every=0.05)
+    with splits_held(mariadb, db):
+        assert_executor_pods(cp, mariadb.cdc_password or "")
+        assert not snapshot_done(cp), "the snapshot ended before an executor could be deleted"
+        kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, first[0], "--wait=false")
+        wait_until(lambda: set(executors_up(cp, runner)) - set(first), 300, "a replacement executor")
 
-    # The driver is deleted mid-snapshot: its executors go with it, a new epoch resumes.
-    assert not snapshot_done(cp), "the snapshot ended before the driver could be deleted"
-    old_epoch, old_executors = epoch(cp), set(running(cp, EXECUTOR))
-    kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, "-l", DRIVER, "--wait=false")
-    wait_until(lambda: not set(running(cp, EXECUTOR)) & old_executors, 180, "old executors collected")
-    wait_until(lambda: epoch(cp) > old_epoch, 180, "a new driver epoch")
-    wait_until(lambda: executors_up(cp, runner), 420, "the new driver's executors")
-    assert_intruders_refused(cp, runner, images)
+        # The driver is deleted mid-snapshot: its executors go with it, a new epoch resumes.
+        assert not snapshot_done(cp), "the snapshot ended before the driver could be deleted"
+        old_epoch, old_executors = epoch(cp), set(running(cp, EXECUTOR))
+        kubectl(cp, "delete", "pod", "-n", PIPELINE_NS, "-l", DRIVER, "--wait=false")
+        wait_until(lambda: not set(running(cp, EXECUTOR)) & old_executors, 180, "old executors collected")
+        wait_until(lambda: epoch(cp) > old_epoch, 180, "a new driver epoch")
+        wait_until(lambda: executors_up(cp, runner), 420, "the new driver's executors")
+        assert_intruders_refused(cp, runner, images)
+        assert 0 < splits_finished(cp) < int(status(cp)["progress"]["splitsTotal"])
 
     # Mid-stream: the snapshot finishes, then the driver is deleted once more.
     wait_until(lambda: snapshot_done(cp) and status(cp).get("phase") == "Streaming", 900, "streaming")
@@ -185,6 +203,20 @@ def test_the_readme_pipeline_runs_on_executor_pods_and_survives_their_loss(
     assert writer.ops["delete"] and writer.ops["rekey"], writer.ops
     assert_no_password_in_logs(runner, mariadb.cdc_password or "")
     assert_no_password_in_objects(cp, mariadb.cdc_password or "")
+
+
+@contextmanager
+def splits_held(mariadb: MariaDBServer, db: str) -> Iterator[None]:
+    """The source table write-locked: split reads (and the writer) wait until the block ends."""
+    conn = mariadb.root_connection()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"LOCK TABLES `{db}`.`orders` WRITE")
+        yield
+        with conn.cursor() as cur:
+            cur.execute("UNLOCK TABLES")
+    finally:
+        conn.close()
 
 
 def replica_equals(mariadb: MariaDBServer, db: str) -> bool:
