@@ -76,7 +76,7 @@ class Chaos:
             live = epoch > after and self.runner.process(self.ns, pod) is not None
             return epoch if live else 0
 
-        epoch: int = wait_until(running, timeout=120, every=0.1, what=f"a driver after epoch {after}")
+        epoch: int = wait_until(running, timeout=300, every=0.1, what=f"a driver after epoch {after}")
         return epoch
 
     def trigger(self, point: str, epoch: int) -> str:
@@ -88,7 +88,7 @@ class Chaos:
             "streaming": (STREAMING,),
         }[point]
         wait_until(
-            lambda: any(m in self.log(epoch) for m in marks), timeout=120, every=0.02,
+            lambda: any(m in self.log(epoch) for m in marks), timeout=300, every=0.02,
             what=f"{point} of epoch {epoch}",
         )  # fmt: skip
         if point == "snapshot":

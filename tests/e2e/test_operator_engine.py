@@ -93,7 +93,7 @@ def wait_completed(
         return status if status.get("phase") == "Completed" else {}
 
     try:
-        result: dict[str, Any] = wait_until(completed, timeout=240, what="phase Completed")
+        result: dict[str, Any] = wait_until(completed, timeout=480, what="phase Completed")
         return result
     except TimeoutError:
         epoch = (pipelines.status(name).get("driver") or {}).get("epoch", 1)
@@ -145,7 +145,7 @@ def test_driver_pod_deleted_mid_snapshot_resumes_without_loss(
         progress = pipelines.status("kill").get("progress") or {}
         return bool(0 < progress.get("splitsFinished", 0) < progress.get("splitsTotal", 0))
 
-    wait_until(some_splits_done, timeout=180, every=0.05, what="a partly finished snapshot")
+    wait_until(some_splits_done, timeout=300, every=0.05, what="a partly finished snapshot")
     core.delete_namespaced_pod("kill-driver-1", namespace, grace_period_seconds=0)
     status = wait_completed(engine_operator, pipelines, "kill", node_runner)
     assert status["driver"]["epoch"] == 2
