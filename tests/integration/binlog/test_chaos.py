@@ -186,7 +186,6 @@ def _moments(rng: random.Random) -> list[tuple[str, Trigger, float]]:
     return head + tail
 
 
-@pytest.mark.timeout(600)
 @pytest.mark.usefixtures("waves_on_spark")  # the snapshot must last for kills to land in it
 def test_chaos(case: Case) -> None:
     rng = random.Random(SEED)
