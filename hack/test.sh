@@ -21,12 +21,12 @@ PY=${PY:-.venv/bin/python}
 # name, marker expression; the last lane runs in the foreground.
 lanes=(
   "cluster tests (e2e: operator)|lane_operator"
-  "cluster tests (e2e: chart, API server, node)|e2e and not lane_operator"
+  "cluster tests (e2e: chart, API server, node) and the binlog chaos test|(e2e and not lane_operator) or lane_chaos"
   "container tests|container"
   "Delta streaming tests|lane_delta_stream"
-  "heavy local tests (Delta, chaos)|lane_heavy"
+  "heavy local tests (Delta)|lane_heavy"
   "binlog integration tests|lane_binlog"
-  "local tests|not (e2e or container or lane_delta_stream or lane_heavy or lane_binlog)"
+  "local tests|not (e2e or container or lane_delta_stream or lane_heavy or lane_binlog or lane_chaos)"
 )
 logs=() pids=()
 trap 'rm -f "${logs[@]}"' EXIT

@@ -56,10 +56,11 @@ _LANES: dict[str, tuple[tuple[str, ...], ...]] = {
         ("integration", "delta", f"test_delta_{name}.py")
         for name in ("ddl_follow", "pipeline", "rename_drop", "credentials")
     ),
-    "lane_heavy": (("integration", "delta"), ("integration", "binlog", "test_chaos.py")),
+    "lane_chaos": (("integration", "binlog", "test_chaos.py"),),
+    "lane_heavy": (("integration", "delta"),),
     "lane_binlog": (("integration", "binlog"),),
 }
-_HEAVY_LANES = ("lane_delta_stream", "lane_heavy")
+_HEAVY_LANES = ("lane_delta_stream", "lane_heavy", "lane_chaos")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
