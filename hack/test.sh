@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite as one pytest per lane, side by side, all of which must pass.
 #
-# The cluster tests (marker e2e: a control plane, the operator; two lanes, each with a control plane
-# of its own) and the container tests (marker container: the images, pods as containers, on control
-# planes of their own) mostly wait on the API server and on pods starting; the Delta tests mostly
-# wait on their MERGEs
+# The cluster tests (marker e2e: a control plane, the operator) and the container tests (marker
+# container: the images, pods as containers, on control planes of their own) mostly wait on the API
+# server and on pods starting; the Delta tests mostly wait on their MERGEs
 # and batch intervals; the other local tests (unit and integration: MariaDB, PostgreSQL, Spark)
 # compute more. Which local test runs in which lane is one table in tests/conftest.py (`_LANES`);
 # on the 2-core CI machine the lanes together take little more than the longest of them instead
@@ -20,13 +19,12 @@ PY=${PY:-.venv/bin/python}
 
 # name, marker expression; the last lane runs in the foreground.
 lanes=(
-  "cluster tests (e2e: operator)|lane_operator"
-  "cluster tests (e2e: chart, API server, node) and the binlog chaos test|(e2e and not lane_operator) or lane_chaos"
+  "cluster tests (e2e)|e2e"
   "container tests|container"
   "Delta streaming tests|lane_delta_stream"
-  "heavy local tests (Delta)|lane_heavy"
+  "heavy local tests (Delta, chaos)|lane_heavy"
   "binlog integration tests|lane_binlog"
-  "local tests|not (e2e or container or lane_delta_stream or lane_heavy or lane_binlog or lane_chaos)"
+  "local tests|not (e2e or container or lane_delta_stream or lane_heavy or lane_binlog)"
 )
 logs=() pids=()
 trap 'rm -f "${logs[@]}"' EXIT

@@ -43,24 +43,17 @@ os.environ.setdefault(IN_DRIVER_ENV, "never")
 _KINDS = ("unit", "integration", "e2e")
 # Local tests that take minutes each (a Delta-enabled JVM, long kill loops) are marked ``heavy``.
 # hack/test.sh runs the suite as several pytest processes side by side, one per lane: these mark
-# the local lanes (the rest of the local tests form the last one) and split the cluster tests in
-# two. The Delta tests mostly wait for their MERGEs and batch intervals, and the cluster tests for
-# the API server and pods, so two lanes of either take about half the time on the same cores.
-_OPERATOR_TESTS = (
-    "binlog_expiry", "chaos", "engine", "failover", "leader", "lifecycle", "rbac", "resume",
-    "stalled", "status_store", "verify",
-)  # fmt: skip
+# the local lanes (the rest of the local tests form the last one). The Delta tests mostly wait for
+# their MERGEs and batch intervals, so two lanes of them take half the time on the same cores.
 _LANES: dict[str, tuple[tuple[str, ...], ...]] = {
-    "lane_operator": tuple(("e2e", f"test_operator_{name}.py") for name in _OPERATOR_TESTS),
     "lane_delta_stream": tuple(
         ("integration", "delta", f"test_delta_{name}.py")
         for name in ("ddl_follow", "pipeline", "rename_drop", "credentials")
     ),
-    "lane_chaos": (("integration", "binlog", "test_chaos.py"),),
-    "lane_heavy": (("integration", "delta"),),
+    "lane_heavy": (("integration", "delta"), ("integration", "binlog", "test_chaos.py")),
     "lane_binlog": (("integration", "binlog"),),
 }
-_HEAVY_LANES = ("lane_delta_stream", "lane_heavy", "lane_chaos")
+_HEAVY_LANES = ("lane_delta_stream", "lane_heavy")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
