@@ -205,9 +205,28 @@ class Target:
     sink: str
 
 
+# A kill aimed between a sink commit and the checkpoint after it lands there only if the process
+# is frozen before it writes that checkpoint; on a loaded machine the writer sometimes wins the
+# race. Such a run is checked like any other, and the moment is tried again in a new run.
+_AIMED_ATTEMPTS = 4
+
+
 def kill_at(scenario: Scenario, manifest: Path, targets: Sequence[Target], keys: Keys, moment: Moment) -> str:
     """Start a run, SIGKILL it when ``moment`` comes for the first target, check every target's
     checkpoint against its sink; returns a report line."""
+    missed = 0
+    while True:
+        line, landed = _kill_once(scenario, manifest, targets, keys, moment)
+        if landed:
+            return line + (f" (after {missed} kills that came after the checkpoint)" if missed else "")
+        missed += 1
+        assert missed < _AIMED_ATTEMPTS, f"{moment.name}: the checkpoint moved before each of {missed} kills"
+
+
+def _kill_once(
+    scenario: Scenario, manifest: Path, targets: Sequence[Target], keys: Keys, moment: Moment
+) -> tuple[str, bool]:
+    """One run killed at ``moment``, checked; its report line, and whether an aimed kill landed."""
     wall_start = time.time() - 0.01
     first = targets[0]
     with scenario.start(manifest) as run:
@@ -217,17 +236,18 @@ def kill_at(scenario: Scenario, manifest: Path, targets: Sequence[Target], keys:
             raise AssertionError(f"moment {moment.name!r} never came:\n{result.describe()}")
         run.kill()
     seconds = time.monotonic() - run.started
+    landed = True
     if "finished_at_trigger" in probe.notes:
         # The kill was to land between a sink commit and the checkpoint write after it.
-        assert probe.finished() == probe.notes["finished_at_trigger"], f"{moment.name}: the checkpoint moved"
-        assert probe.sink_size() > probe.baseline_sink
+        landed = probe.finished() == probe.notes["finished_at_trigger"]
+        assert not landed or probe.sink_size() > probe.baseline_sink
     counts = []
     for target in targets:
         when = f"after kill at {moment.name}"
         checked = assert_checkpoint_within_sink(scenario, target.sink, target.pipeline, keys, when)
         counts.append(f"{target.pipeline} {checked}")
-    done = ", ".join(counts)
-    return f"{moment.name} [{first.pipeline}]: killed after {seconds:.1f}s; splits checkpointed: {done}"
+    line = f"{moment.name} [{first.pipeline}]: killed after {seconds:.1f}s; splits checkpointed: "
+    return line + ", ".join(counts), landed
 
 
 def kill_chain(
