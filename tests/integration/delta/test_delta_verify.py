@@ -12,7 +12,12 @@ exactly those chunks and the replica verifies clean again.
 
 from __future__ import annotations
 
+import pytest
 from delta_support import ChecksRun
+
+# The first test to ask for ``delta_checks`` waits for its one Spark to run every group of checks
+# (up to 1,400 s: see the fixture).
+pytestmark = pytest.mark.timeout(1500)
 
 VERIFY_CHECKS = ["ok clean", "ok differences", "ok repair", "ok clean_after_repair"]
 
