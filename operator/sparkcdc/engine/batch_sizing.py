@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkcdc.api.spec import BinlogSpec
+from sparkcdc.core.logged_columns import joined
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.mysql.binlog.follow import NativeBatch, NativeDdl, NativeStopped
 
@@ -76,7 +77,7 @@ def absorb(into: NativeBatch, later: NativeBatch) -> NativeBatch:
             held.upsert(key, image)
     logs = dict(into.changelog)
     for table, records in later.changelog.items():
-        logs[table] = logs.get(table, ()) + records
+        logs[table] = joined(logs.get(table, ()), records)
     newest = max(into.newest_ms, later.newest_ms)
     return NativeBatch(later.end, into.events + later.events, newest, changes, logs)
 

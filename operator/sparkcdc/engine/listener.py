@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.events import ChangeEvent, Op
+from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
@@ -54,10 +55,15 @@ _RECORD_OPS = {"+I": "create", "+U": "update", "-D": "delete"}
 
 
 def record_counts(changelog: Mapping[TableId, Sequence[ChangelogRecord]]) -> dict[tuple[TableId, str], int]:
-    """``BatchCommit.changes`` of every table's changelog records (the Go decoder's log mode)."""
-    ops = (_RECORD_OPS.get(r.op) for records in changelog.values() for r in records)
-    tables = (t for t, records in changelog.items() for _ in records)
-    return dict(Counter((t, op) for t, op in zip(tables, ops, strict=True) if op is not None))
+    """``BatchCommit.changes`` of every table's changelog records (the Go decoder's log mode),
+    counted from the records' operations alone (columns stay columns: core/logged_columns.py)."""
+    counts: dict[tuple[TableId, str], int] = {}
+    for table, records in changelog.items():
+        ops = records.ops if isinstance(records, LoggedColumns) else [r.op for r in records]
+        for op, count in Counter(ops).items():
+            if (name := _RECORD_OPS.get(op)) is not None:
+                counts[(table, name)] = count
+    return counts
 
 
 def net_counts(changes: Mapping[TableId, BackfillChanges]) -> dict[tuple[TableId, str], int]:

@@ -29,16 +29,19 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
 
+from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.columns import Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.arrow_json import join_text, json_parts, text_bytes
 from sparkcdc.sinks.base import ChangelogRecord, ColumnChanges, Sink, SinkError, TableChanges
+from sparkcdc.sinks.changelog_columns import logged_text
 from sparkcdc.sinks.geometry import row_with_geometry_fields, with_geometry_structs
 from sparkcdc.sinks.values import dumps, json_value
 
@@ -106,12 +109,18 @@ class ChangelogSink(Sink):
         if not changes.changelog:
             return
         table = str(schema.table)
-        first = changes.changelog[0].offset
-        name = f"binlog-{_merged_prefix(schema)}{first.file}-{first.pos:012d}.jsonl"
         records = changes.changelog
+        logged = isinstance(records, LoggedColumns) and records.names == schema.column_names
+        first = records.first_offset() if isinstance(records, LoggedColumns) else records[0].offset
+        target = (
+            self.table_dir(schema) / f"binlog-{_merged_prefix(schema)}{first.file}-{first.pos:012d}.jsonl"
+        )
         if any(c.family is Family.GEOMETRY for c in schema.columns):
             records = [replace(r, data=row_with_geometry_fields(schema, r.data)) for r in records]
-        self._write_file(self.table_dir(schema) / name, (self._render(table, r) for r in records))
+        elif logged:  # column by column (changelog_columns.py): the same lines
+            self._write_bytes(target, logged_text(schema, cast(LoggedColumns, records)))
+            return
+        self._write_file(target, (self._render(table, r) for r in records))
 
     def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
         """A ``schema`` record at the statement's place: later records use the new names."""

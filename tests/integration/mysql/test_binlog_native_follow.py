@@ -14,6 +14,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from harness.decoder import source_schema
 from harness.mariadb import binlog_offset
@@ -21,6 +22,7 @@ from harness.type_table import create_without_geometry, write_changes_without_ge
 from harness.waiting import wait_until
 from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.event_filter import BinlogSplitFilter
+from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import changelog_records
 from sparkcdc.core.offsets import BinlogOffset
@@ -30,6 +32,8 @@ from sparkcdc.mysql.binlog.native import decode_range
 from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.changelog import ChangelogSink
+from sparkcdc.sinks.changelog_columns import logged_text
 from sparkcdc.spark.catchup_tasks import RangeContext, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
 
@@ -124,6 +128,13 @@ def test_followed_changes_are_the_python_readers_changelog_records(
         )
         diff = {c: (v, ours.data[c]) for c, v in theirs.data.items() if ours.data[c] != v}
         assert diff == {} and ours.data.keys() == theirs.data.keys(), f"{theirs.op} at {theirs.offset}"
+    # The changelog sink renders the batches' columns (sinks/changelog_columns.py) into the lines
+    # it renders the Python reader's records into, byte for byte.
+    logged = [cast(LoggedColumns, b.changelog[schema.table]) for b in batches if schema.table in b.changelog]
+    assert all(isinstance(records, LoggedColumns) for records in logged)
+    columns = b"".join(bytes(c) for records in logged for c in logged_text(schema, records))
+    table = str(schema.table)
+    assert columns == "".join(ChangelogSink._render(table, r) + "\n" for r in python).encode()
 
 
 def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(

@@ -24,7 +24,7 @@ import json
 import queue
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -60,7 +60,7 @@ class NativeBatch:
     events: int
     newest_ms: int  # the newest event time of its rows; 0 without rows
     changes: dict[TableId, BackfillChanges]
-    changelog: dict[TableId, tuple[ChangelogRecord, ...]] = field(default_factory=dict)
+    changelog: dict[TableId, Sequence[ChangelogRecord]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 
 from sparkcdc.core.image_columns import ImageColumns
+from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
@@ -287,44 +288,62 @@ def native_request(
 
 def logged_changes(
     schemas: Mapping[TableId, TableSchema], tables: Any
-) -> dict[TableId, tuple[ChangelogRecord, ...]]:
+) -> dict[TableId, Sequence[ChangelogRecord]]:
     """The decoder's "tables" of a batch in log mode (binlogdec/changelog.go): every table's row
     changes in binlog order, as the records the Python reader's events make (core/microbatch.py
-    ``changelog_records``): the same offsets, row indexes, times and canonical images."""
-    out = {}
+    ``changelog_records``): the same offsets, row indexes, times and canonical images — held as
+    columns (core/logged_columns.py)."""
+    out: dict[TableId, Sequence[ChangelogRecord]] = {}
     with _collector_paused():
         for part in tables or ():
             if rows := part.get("changes"):
                 table = TableId(part["db"], part["table"])
-                out[table] = _records(schemas[table], rows)
+                out[table] = _logged(schemas[table], rows)
     return out
 
 
-def _records(schema: TableSchema, rows: Sequence[Sequence[Any]]) -> tuple[ChangelogRecord, ...]:
-    befores = iter(_images(schema, [r[5] for r in rows if r[5] is not None]))
-    afters = iter(_images(schema, [r[6] for r in rows if r[6] is not None]))
-    records: list[ChangelogRecord] = []
-    offset = BinlogOffset("", 0)
+def _logged(schema: TableSchema, rows: Sequence[Sequence[Any]]) -> LoggedColumns:
+    befores = _image_columns(schema, [r[5] for r in rows if r[5] is not None])
+    afters = _image_columns(schema, [r[6] for r in rows if r[6] is not None])
+    shift = len(befores[0])
+    before, after = 0, shift  # the next image of each kind, as a row of befores + afters
+    picks: list[int] = []
+    ops: list[str] = []
+    files: list[str] = []
+    positions: list[int] = []
+    indexes: list[int] = []
+    times: list[int] = []
     for op, file, pos, index, ts, _, _ in rows:
-        if pos != offset.pos or file != offset.file:  # the rows of one event share their offset
-            offset = BinlogOffset(file, pos)
         at, ts_ms = index * 2, ts * 1000
         if op == "I":
-            records.append(ChangelogRecord("+I", next(afters), offset, at, ts_ms))
+            picks.append(after)
+            ops.append("+I")
+            after += 1
         elif op == "D":
-            records.append(ChangelogRecord("-D", next(befores), offset, at, ts_ms))
+            picks.append(before)
+            ops.append("-D")
+            before += 1
         else:
-            records.append(ChangelogRecord("-U", next(befores), offset, at, ts_ms))
-            records.append(ChangelogRecord("+U", next(afters), offset, at + 1, ts_ms))
-    return tuple(records)
+            picks += (before, after)
+            ops += ("-U", "+U")
+            before, after = before + 1, after + 1
+            files.append(file)
+            positions.append(pos)
+            indexes.append(at)
+            times.append(ts_ms)
+            at += 1
+        files.append(file)
+        positions.append(pos)
+        indexes.append(at)
+        times.append(ts_ms)
+    images = [[*b, *a] for b, a in zip(befores, afters, strict=True)]
+    return LoggedColumns(schema.column_names, images, picks, ops, files, positions, indexes, times)
 
 
-def _images(schema: TableSchema, images: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+def _image_columns(schema: TableSchema, images: Sequence[Sequence[Any]]) -> list[Values]:
     if not images:
-        return []
-    names = schema.column_names
-    columns = _converted_columns(schema.columns, images)
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+        return [[] for _ in schema.columns]
+    return _converted_columns(schema.columns, images)
 
 
 def reduced_changes(schemas: Mapping[TableId, TableSchema], tables: Any) -> dict[TableId, BackfillChanges]:
