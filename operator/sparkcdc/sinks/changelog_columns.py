@@ -7,9 +7,9 @@ the event id, a hash, is computed per record.
 
 Each image column of integers, strings, dates and naive or UTC datetimes is made an Arrow array
 of that type, whose JSON text arrow_json renders as ``dumps`` does; decimals are their quoted
-``str``, floats their ``repr``; any other column (bytes, durations, bits), and any column whose values are not
-all of the expected Python type, is rendered value by value with ``dumps``. The unit tests hold
-the lines to ``_render``'s on every type.
+``str``, floats their ``repr``; any other column (bytes, durations, bits), and any column whose
+values are not all of the expected Python type, is rendered value by value with ``dumps``. The
+unit tests hold the lines to ``_render``'s on every type.
 """
 
 from __future__ import annotations
@@ -143,8 +143,23 @@ def _piece(
     return join_text(*pieces)
 
 
+def _texts(
+    schema: TableSchema, records: LoggedColumns, data: list[Sequence[Any]], start: int, stop: int
+) -> Iterator[memoryview]:
+    try:
+        text = _piece(schema, records, data, start, stop)
+    except pa.ArrowCapacityError:  # more text than 32-bit offsets hold (large values): halves
+        if stop - start == 1:
+            raise
+        middle = (start + stop) // 2
+        yield from _texts(schema, records, data, start, middle)
+        yield from _texts(schema, records, data, middle, stop)
+        return
+    yield text_bytes(text)
+
+
 def logged_text(schema: TableSchema, records: LoggedColumns) -> Iterator[bytes | memoryview]:
     """The changelog file of ``records`` (the lines ``_render`` makes, in order), piece by piece."""
     data = records.data_columns()
     for start in range(0, len(records), _PIECE_RECORDS):
-        yield text_bytes(_piece(schema, records, data, start, min(start + _PIECE_RECORDS, len(records))))
+        yield from _texts(schema, records, data, start, min(start + _PIECE_RECORDS, len(records)))

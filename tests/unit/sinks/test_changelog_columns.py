@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from harness.arrow_tables import STRINGS, TYPES
@@ -131,6 +132,19 @@ def test_piece_boundaries_and_one_record(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _fast(records) == _reference(records.records())
     one = _logged(1, 6)
     assert _fast(one) == _reference(one.records())
+
+
+def test_a_piece_too_large_for_arrow_is_rendered_in_halves(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = _logged(40, 11)
+    real = changelog_columns._piece
+
+    def small_arrow(schema: TableSchema, logged: LoggedColumns, data: Any, start: int, stop: int) -> Any:
+        if stop - start > 9:  # as if more than 9 lines held more text than 32-bit offsets address
+            raise pa.ArrowCapacityError("too much text")
+        return real(schema, logged, data, start, stop)
+
+    monkeypatch.setattr(changelog_columns, "_piece", small_arrow)
+    assert _fast(records) == _reference(records.records())
 
 
 def test_joined_batches_keep_their_records_in_order() -> None:
