@@ -121,7 +121,8 @@ def readme_pipeline(mariadb: MariaDBServer, db: str, images: Images) -> str:
     source["tls"] = {"mode": "disabled"}  # the README's CA Secret is the user's; this server has no TLS
     spec["source"].update(source)
     spec["sink"].update(url=f"mysql://{mariadb.host}:{mariadb.port}/{db}_replica", user=mariadb.cdc_user)
-    # Small splits on the executors from the start: a snapshot long enough to kill pods in.
+    # Small splits on the executors from the start: some commit before the test's table lock,
+    # the rest wait for it (see the module docstring).
     spec["snapshot"].update(chunkSize=400, parallelism=2, splitsPerTask=1, readInDriver="never")
     # JVMs that live minutes, not days: the C1 compiler alone and the serial collector, as the
     # product gives a local context's JVM, spend less of a shared test machine's CPU.
