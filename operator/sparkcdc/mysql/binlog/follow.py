@@ -33,7 +33,13 @@ from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog.native import logged_changes, native_request, parse_answer, reduced_changes
+from sparkcdc.mysql.binlog.native import (
+    collector_paused,
+    logged_changes,
+    native_request,
+    parse_answer,
+    reduced_changes,
+)
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
@@ -171,7 +177,15 @@ class NativeFollower:
             self._put(err)
 
     def _parse(self, line: bytes) -> Item:
-        answer = parse_answer(line)
+        # The answer's rows are millions of lists: made, converted and dropped with the collector
+        # paused, so it never scans them (once back on, its first pass would take them all).
+        with collector_paused():
+            answer = parse_answer(line)
+            item = self._item(answer)
+            del answer
+        return item
+
+    def _item(self, answer: dict[str, Any]) -> Item:
         end = _offset(answer["end"])
         if "ddl" in answer:
             return NativeDdl(

@@ -53,6 +53,7 @@ from sparkcdc.paths import BINLOGDEC_DIR
 
 __all__ = [
     "NativeRange",
+    "collector_paused",
     "decode_range",
     "decoder_path",
     "decoder_version",
@@ -227,7 +228,7 @@ def _table_changes(schema: TableSchema, answer: Mapping[str, Any]) -> BackfillCh
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Without the cyclic garbage collector: the answer and its rows are millions of acyclic objects,
     over which it would otherwise run again and again while they are made (a third of the time)."""
     enabled = gc.isenabled()
@@ -242,7 +243,7 @@ def _collector_paused() -> Iterator[None]:
 def parse_answer(data: bytes) -> dict[str, Any]:
     """One JSON answer of the decoder (a range's, or a followed batch's line). orjson parses the
     same values as the json module (numbers exactly, 64-bit integers) at about twice its speed."""
-    with _collector_paused():
+    with collector_paused():
         answer: dict[str, Any] = orjson.loads(data)
     return answer
 
@@ -294,7 +295,7 @@ def logged_changes(
     ``changelog_records``): the same offsets, row indexes, times and canonical images — held as
     columns (core/logged_columns.py)."""
     out: dict[TableId, Sequence[ChangelogRecord]] = {}
-    with _collector_paused():
+    with collector_paused():
         for part in tables or ():
             if rows := part.get("changes"):
                 table = TableId(part["db"], part["table"])
@@ -349,7 +350,7 @@ def _image_columns(schema: TableSchema, images: Sequence[Sequence[Any]]) -> list
 def reduced_changes(schemas: Mapping[TableId, TableSchema], tables: Any) -> dict[TableId, BackfillChanges]:
     """The decoder's "tables" of an answer as each table's net changes, in canonical values."""
     changes = {}
-    with _collector_paused():
+    with collector_paused():
         for part in tables or ():
             table = TableId(part["db"], part["table"])
             changes[table] = _table_changes(schemas[table], part)
