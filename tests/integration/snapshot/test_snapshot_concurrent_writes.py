@@ -259,7 +259,9 @@ def test_writes_during_snapshot_each_split_exact_at_its_high_watermark(
         raise writer.error
     assert result.returncode == 0, result.describe()
     assert_no_task_failures(result)
-    assert len(writer.ops) >= 200, f"the writer committed only {len(writer.ops)} transactions"
+    # The writer runs from planning until half the splits are done, so how many it commits follows
+    # the machine's load (193 once in a CI run with every core busy): enough to land in splits.
+    assert len(writer.ops) >= 100, f"the writer committed only {len(writer.ops)} transactions"
 
     # The model of the writer is right about the source's final content.
     assert_same_rows(list(writer.state.values()), scenario.rows(db, TABLE), "model vs source")
