@@ -177,6 +177,32 @@ def _fetch(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return list(cur.fetchall())
 
 
+_DEFINITION_READS = 20
+
+
+def _definition(conn: Any, table: TableId) -> tuple[list[tuple[Any, ...]], dict[str, list[str]]]:
+    """The column rows and unique keys of ``table`` as of one moment. information_schema is not
+    transactional: a DDL statement that lands between the two queries (a key column renamed,
+    say) would pair old columns with new keys, so the columns are read again after the keys and
+    the pair is kept only when nothing moved in between."""
+    params = (table.database, table.table)
+    for _ in range(_DEFINITION_READS):
+        rows = _fetch(conn, _COLUMNS_SQL, params)
+        unique: dict[str, list[str]] = {}
+        for index_name, _seq, column_name in _fetch(conn, _INDEXES_SQL, params):
+            unique.setdefault(_text(index_name), []).append(_text(column_name))
+        names = {_text(r[0]) for r in rows}
+        if (
+            all(c in names for cols in unique.values() for c in cols)
+            and _fetch(conn, _COLUMNS_SQL, params) == rows
+        ):
+            return rows, unique
+    raise SourceError(
+        f"the definition of table {table} changed during each of {_DEFINITION_READS} reads; "
+        "retry once the schema changes on it have finished"
+    )
+
+
 def _no_key_error(table: TableId) -> SourceError:
     return SourceError(
         f"table {table} has no primary key and no unique NOT NULL key, so it cannot be split into chunks; "
@@ -281,16 +307,13 @@ def load_table_schema(
     sink_key_override: Sequence[str] | None = None,
 ) -> TableSchema:
     """The schema of ``table``; raises ``SourceError`` when it is missing or cannot be chunked."""
-    rows = _fetch(conn, _COLUMNS_SQL, (table.database, table.table))
+    rows, unique = _definition(conn, table)
     if not rows:
         raise SourceError(
             f"table {table} does not exist on the source (or user cannot see it); check spec.source.tables "
             "and that the user has SELECT on it"
         )
     columns = {c.name: c for c in (_column(r) for r in rows)}
-    unique: dict[str, list[str]] = {}
-    for index_name, _seq, column_name in _fetch(conn, _INDEXES_SQL, (table.database, table.table)):
-        unique.setdefault(_text(index_name), []).append(_text(column_name))
     primary, row_key, chunk_key, row_key_unique = _choose_keys(
         table, columns, unique, chunk_key_override, sink_key_override
     )

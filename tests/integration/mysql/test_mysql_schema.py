@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -118,3 +120,39 @@ def test_keyless_table_without_a_full_row_identity_names_sink_key_columns(
     assert "column 'body' is text" in str(caught.value)
     assert f'set spec.snapshot.sinkKeyColumns["{table}"] to NOT NULL columns' in str(caught.value)
     assert load_table_schema(conn, table, ["id"], ["id"]).row_key == ("id",)
+
+
+def test_a_key_column_renamed_while_the_schema_is_read(
+    mariadb: MariaDBServer, fresh_db: str, conn: Any
+) -> None:
+    """information_schema is not transactional: a rename between the columns query and the keys
+    query once paired the old columns with the renamed key (a KeyError that stopped a pipeline)."""
+    mariadb.execute(f"CREATE TABLE `{fresh_db}`.t (id INT PRIMARY KEY, v INT)")
+    stop = threading.Event()
+    renames = [0]
+
+    def rename_back_and_forth() -> None:
+        alter = mariadb.root_connection()
+        try:
+            names = ("id", "tid")
+            while not stop.is_set():
+                old, new = names[renames[0] % 2], names[(renames[0] + 1) % 2]
+                with alter.cursor() as cur:
+                    cur.execute(f"ALTER TABLE `{fresh_db}`.t RENAME COLUMN {old} TO {new}")
+                renames[0] += 1
+                time.sleep(0.005)  # a busy schema, not one that never holds still
+        finally:
+            alter.close()
+
+    renamer = threading.Thread(target=rename_back_and_forth, daemon=True)
+    renamer.start()
+    keys = set()
+    try:
+        for _ in range(400):
+            schema = load_table_schema(conn, TableId(fresh_db, "t"))
+            assert schema.column_names[1:] == ("v",) and schema.row_key == schema.column_names[:1], schema
+            keys.add(schema.row_key)
+    finally:
+        stop.set()
+        renamer.join(10)
+    assert renames[0] > 20 and keys == {("id",), ("tid",)}, (renames[0], keys)
