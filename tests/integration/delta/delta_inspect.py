@@ -5,7 +5,7 @@ fixed when it starts.
 ``python delta_inspect.py REQUEST.json OUT_DIR``. REQUEST is ``{"tables": [{"name", "path",
 "pick"}]}``; for every table it writes ``OUT_DIR/<name>.history.json`` (version, operation,
 userMetadata, operationMetrics per commit), ``<name>.latest.arrow`` and, for the versions
-``pick`` selects (sparkcdc binlog commits with offsets in ``[after, before)``, ``count`` of them
+``pick`` selects (sparkcdc binlog commits with offsets in ``[after, through]``, ``count`` of them
 spread evenly), ``<name>.v<version>.arrow``: rows as Spark returns them, as Arrow IPC files.
 """
 
@@ -30,14 +30,14 @@ def _picked(history: list[dict], pick: dict) -> list[int]:
     if not pick:
         return []
     after = BinlogOffset.parse(pick["after"]) if pick.get("after") else None
-    before = BinlogOffset.parse(pick["before"]) if pick.get("before") else None
+    through = BinlogOffset.parse(pick["through"]) if pick.get("through") else None
     found = []
     for entry in sorted(history, key=lambda e: e["version"]):
         meta = commit_metadata(entry["userMetadata"])
         if meta is None or meta.get("phase") != "binlog":
             continue
         offset = BinlogOffset.parse(meta["offset"])
-        if (after is None or offset >= after) and (before is None or offset < before):
+        if (after is None or offset >= after) and (through is None or offset <= through):
             found.append(entry["version"])
     count = int(pick.get("count", 3))
     if len(found) <= count:

@@ -62,8 +62,8 @@ def inspect_delta(
     work: Path, tables: Mapping[str, Path], pick: Mapping[str, Mapping[str, Any]] | None = None
 ) -> dict[str, DeltaTableDump]:
     """Dump ``tables`` (name -> Delta path) with one Delta-enabled Spark run. ``pick[name]`` may
-    ask for time travel: ``{"after": "file:pos", "before": "file:pos", "count": n}`` reads up to
-    ``n`` binlog versions whose offsets lie in ``[after, before)``, spread over the history."""
+    ask for time travel: ``{"after": "file:pos", "through": "file:pos", "count": n}`` reads up to
+    ``n`` binlog versions whose offsets lie in ``[after, through]``, spread over the history."""
     request = {
         "tables": [
             {"name": n, "path": str(p), "pick": dict((pick or {}).get(n, {}))} for n, p in tables.items()

@@ -307,8 +307,8 @@ def test_delta_pipeline_kills_exactly_once_and_time_travel(
     assert final is not None and final.snapshot_done and final.snapshot_end_offset is not None
     after = str(final.snapshot_end_offset)
     pick = {
-        "orders": {"after": after, "before": str(before_ddl), "count": 3},
-        "tags": {"after": after, "before": str(before_ddl), "count": 2},
+        "orders": {"after": after, "through": str(before_ddl), "count": 3},
+        "tags": {"after": after, "through": str(before_ddl), "count": 2},
     }
     dumps = inspect_delta(tmp_path, {n: p for n, p in paths.items()}, pick)
 
