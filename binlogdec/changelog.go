@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -65,41 +67,100 @@ func (r *reduced) logRows(kind replication.EnumRowsEventType, table *tableMap, b
 }
 
 // renderLog decodes the kept changes' images in chunks of one table map and renders each change
-// as its row; a chunk's values are rendered before the next is decoded (imageDecoder reuses its
-// buffer).
-func (r *reduced) renderLog(flavor string, out *rowList) error {
-	for start := 0; start < len(r.changes); {
-		m := r.changes[start].table
-		d, err := newImageDecoder(flavor, m, nil)
+// as its row, or as its changelog lines (linelog.go), which every core renders a part of.
+func (r *reduced) renderLog(flavor string, out *tableOut) error {
+	chunks := r.logChunks()
+	if out.lines != nil {
+		return r.renderLines(flavor, chunks, out.lines)
+	}
+	for _, span := range chunks {
+		err := r.renderChunk(flavor, span, func(c change, before, after []interface{}, types []byte) error {
+			return r.appendChange(&out.changes, c, before, after, types)
+		})
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// logChunks cuts the kept changes into runs of one table map and about chunkBytes of images.
+func (r *reduced) logChunks() [][2]int {
+	var chunks [][2]int
+	for start := 0; start < len(r.changes); {
 		end, size := start, 0
-		var images [][]byte
-		for ; end < len(r.changes) && r.changes[end].table == m && (size < chunkBytes || end == start); end++ {
-			for _, image := range [][]byte{r.changes[end].before, r.changes[end].after} {
-				if image != nil {
-					images, size = append(images, image), size+len(image)
+		for ; end < len(r.changes) && r.changes[end].table == r.changes[start].table && (size < chunkBytes || end == start); end++ {
+			size += len(r.changes[end].before) + len(r.changes[end].after)
+		}
+		chunks = append(chunks, [2]int{start, end})
+		start = end
+	}
+	return chunks
+}
+
+// renderChunk decodes the images of the changes in span and hands each change its values; they
+// are used before the next chunk is decoded (imageDecoder reuses its buffer).
+func (r *reduced) renderChunk(flavor string, span [2]int, each func(c change, before, after []interface{}, types []byte) error) error {
+	changes := r.changes[span[0]:span[1]]
+	d, err := newImageDecoder(flavor, changes[0].table, nil)
+	if err != nil {
+		return err
+	}
+	images := make([][]byte, 0, 2*len(changes))
+	for _, c := range changes {
+		for _, image := range [][]byte{c.before, c.after} {
+			if image != nil {
+				images = append(images, image)
+			}
+		}
+	}
+	rows, err := d.decode(images)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		var before, after []interface{}
+		if c.before != nil {
+			before, rows = rows[0], rows[1:]
+		}
+		if c.after != nil {
+			after, rows = rows[0], rows[1:]
+		}
+		if err := each(c, before, after, d.types); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renderLines renders the chunks' lines into l, a run of chunks per core, each run into lines of
+// its own, joined in order.
+func (r *reduced) renderLines(flavor string, chunks [][2]int, l *lineLog) error {
+	workers := min(runtime.GOMAXPROCS(0), len(chunks))
+	parts, failures := make([]*lineLog, workers), make([]error, workers)
+	var done sync.WaitGroup
+	for w := range workers {
+		parts[w] = newLineLog(r.spec.Render)
+		done.Add(1)
+		go func(part *lineLog, run [][2]int) {
+			defer done.Done()
+			for _, span := range run {
+				err := r.renderChunk(flavor, span, func(c change, before, after []interface{}, _ []byte) error {
+					return r.appendRecords(part, c, before, after)
+				})
+				if err != nil {
+					failures[w] = err
+					return
 				}
 			}
+		}(parts[w], chunks[w*len(chunks)/workers:(w+1)*len(chunks)/workers])
+	}
+	done.Wait()
+	for w, part := range parts {
+		if failures[w] != nil {
+			return failures[w]
 		}
-		rows, err := d.decode(images)
-		if err != nil {
-			return err
-		}
-		for _, c := range r.changes[start:end] {
-			var before, after []interface{}
-			if c.before != nil {
-				before, rows = rows[0], rows[1:]
-			}
-			if c.after != nil {
-				after, rows = rows[0], rows[1:]
-			}
-			if err := r.appendChange(out, c, before, after, d.types); err != nil {
-				return err
-			}
-		}
-		start = end
+		l.absorb(part)
 	}
 	return nil
 }
@@ -142,4 +203,19 @@ func (r *reduced) appendImage(b []byte, values []interface{}, types []byte) ([]b
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// appendRecords renders a change as the changelog's records: an insert or a delete one, an update
+// two (-U, +U), numbered as the Python reader numbers them (two per row of the event).
+func (r *reduced) appendRecords(l *lineLog, c change, before, after []interface{}) error {
+	switch c.op {
+	case 'I':
+		return r.appendRecord(l, "+I", after, c.at, 2*c.index)
+	case 'D':
+		return r.appendRecord(l, "-D", before, c.at, 2*c.index)
+	}
+	if err := r.appendRecord(l, "-U", before, c.at, 2*c.index); err != nil {
+		return err
+	}
+	return r.appendRecord(l, "+U", after, c.at, 2*c.index+1)
 }

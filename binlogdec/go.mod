@@ -2,7 +2,10 @@ module github.com/sparkcdc/binlogdec
 
 go 1.26.8
 
-require github.com/go-mysql-org/go-mysql v1.12.0
+require (
+	github.com/go-mysql-org/go-mysql v1.12.0
+	golang.org/x/crypto v0.45.0
+)
 
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
@@ -17,6 +20,7 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
-	golang.org/x/text v0.20.0 // indirect
+	golang.org/x/sys v0.38.0 // indirect
+	golang.org/x/text v0.31.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )

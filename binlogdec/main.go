@@ -16,7 +16,8 @@
 // then decodes the range with python-mysql-replication. Values are the binlog's own: integers as signed
 // numbers, BIT as an unsigned number, ENUM index, SET bitmask, DECIMAL and temporal values as the text the
 // decoder renders (TIMESTAMP in UTC), strings of the "text" (UTF-8) columns as JSON strings, every other
-// string or byte value base64-encoded. Errors go to stderr with exit code 1.
+// string or byte value base64-encoded. Errors go to stderr with exit code 1. In follow mode a table
+// may ask for "render": the changelog's own lines instead of values (linelog.go).
 //
 // Most images of a backlog are superseded by a later one for the same key, so images are not decoded
 // while streaming: they are cut out of their rows event by the column widths, keyed by their raw key
@@ -52,6 +53,8 @@ type tableSpec struct {
 	// The columns' names in order: a table map must carry the same (binlog_row_metadata=FULL),
 	// else its rows were written under another definition of the same width.
 	Names []string `json:"names"`
+	// Set in log mode: the changelog's lines rendered here (linelog.go).
+	Render *renderSpec `json:"render"`
 }
 
 type request struct {
@@ -101,6 +104,7 @@ func answerWith(open []byte, tables map[string]*reduced, events int, flavor stri
 		return [][]byte{append(head, `,"tables":null}`+"\n"...)}, nil
 	}
 	out := [][]byte{append(head, `,"tables":[`...)}
+	var after [][]byte // rendered lines, after the answer's line
 	for _, t := range tables {
 		var rows tableOut
 		if err := t.render(flavor, &rows); err != nil {
@@ -117,7 +121,14 @@ func answerWith(open []byte, tables map[string]*reduced, events int, flavor stri
 		if b, err = appendJSON(append(b, `,"table":`...), t.spec.Table); err != nil {
 			return nil, err
 		}
-		if t.log {
+		if t.log && rows.lines != nil {
+			b, err = rows.lines.appendSummary(b)
+			if err != nil {
+				return nil, err
+			}
+			out, after = append(out, b), append(after, rows.lines.lines.pieces...)
+			continue
+		} else if t.log {
 			out = append(append(out, append(b, `,"changes":[`...)), rows.changes.pieces...)
 		} else {
 			out = append(append(out, append(b, `,"upserts":[`...)), rows.upserts.pieces...)
@@ -125,7 +136,7 @@ func answerWith(open []byte, tables map[string]*reduced, events int, flavor stri
 		}
 		out = append(out, []byte("]}"))
 	}
-	return append(out, []byte("]}\n")), nil
+	return append(append(out, []byte("]}\n")), after...), nil
 }
 
 // profileCPU writes a CPU profile to $SPARKCDC_BINLOGDEC_CPUPROFILE when it is set (for go tool pprof
@@ -149,7 +160,8 @@ func profileCPU() func() {
 }
 
 func main() {
-	defer profileCPU()()
+	stopProfile := profileCPU()
+	defer stopProfile()
 	var req request
 	dec := json.NewDecoder(os.Stdin)
 	if err := dec.Decode(&req); err != nil {
@@ -160,6 +172,7 @@ func main() {
 		// ends the decoder, so no replica connection outlives the pipeline's process.
 		go func() {
 			_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), os.Stdin))
+			stopProfile() // os.Exit skips the deferred call
 			os.Exit(0)
 		}()
 		if err := follow(req, os.Stdout); err != nil {

@@ -153,13 +153,17 @@ func (l *rowList) done(b []byte) { l.pieces[len(l.pieces)-1] = b }
 // tableOut collects one table's answer.
 type tableOut struct {
 	upserts, deletes rowList
-	changes          rowList // log mode (changelog.go)
+	changes          rowList  // log mode (changelog.go)
+	lines            *lineLog // log mode, rendered (linelog.go)
 }
 
 // render decodes the table's surviving images, a chunk of one table map at a time, into out.
 func (r *reduced) render(flavor string, out *tableOut) error {
+	if r.log && r.spec.Render != nil {
+		out.lines = newLineLog(r.spec.Render)
+	}
 	if r.log {
-		return r.renderLog(flavor, &out.changes)
+		return r.renderLog(flavor, out)
 	}
 	upserts, deletes, order := r.survivors()
 	for _, m := range order {

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"strconv"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/blake2b"
+)
+
+// Rendered lines (log mode with "render" on a table): the changelog sink's lines themselves, so
+// the caller writes them as they come instead of converting and rendering every value in Python.
+// A table's part of a batch is then
+//
+//	{"db", "table", "lines": BYTES, "ops": {"+I": n, "-U": n, "+U": n, "-D": n}, "first": {"file", "pos"}}
+//
+// and its BYTES bytes of lines follow the batch's JSON line, table after table in the order of
+// "tables". A line is what operator/sparkcdc/sinks/changelog.py ``_render`` makes of the record:
+//
+//	{"op","table","data":{column: value...},"source":{"file","pos","ts_ms"},"id"}
+//
+// with Python's spellings (pyjson.go, pytime.go) and the id blake2b-96 of
+// "table|file|pos|index|op" in hex. The caller asks for it only for tables whose every column has
+// a kind below; a value this cannot spell as Python would stops the decoder ("unsupported"), and
+// the Python reader goes on from the last batch.
+
+// renderSpec is how a table's lines are spelled: its name as the lines give it, and each column's
+// name and kind ("int", "uint" with its bits, "uint64", "decimal" with its scale, "float", "text",
+// "date", "datetime", "timestamp").
+type renderSpec struct {
+	Table   string         `json:"table"`
+	Columns []renderColumn `json:"columns"`
+}
+
+type renderColumn struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Bits  int    `json:"bits"`
+	Scale int    `json:"scale"`
+}
+
+// lineLog collects one table's rendered lines.
+type lineLog struct {
+	lines   rowList
+	ops     map[string]int
+	first   *eventAt
+	table   []byte    // the table's name, as JSON
+	hash    []byte    // "table|", the event id's start
+	scratch []byte    // the event id's input
+	hasher  hash.Hash // blake2b-96, reset for every id
+}
+
+func newLineLog(spec *renderSpec) *lineLog {
+	hasher, _ := blake2b.New(12, nil) // fails only for a size outside 1..64 or a long key
+	l := &lineLog{ops: map[string]int{}, table: appendPyString(nil, spec.Table), hasher: hasher}
+	l.hash = append([]byte(spec.Table), '|')
+	return l
+}
+
+// absorb appends part's lines (rendered after this log's) to this log.
+func (l *lineLog) absorb(part *lineLog) {
+	l.lines.pieces = append(l.lines.pieces, part.lines.pieces...)
+	l.lines.rows += part.lines.rows
+	for op, n := range part.ops {
+		l.ops[op] += n
+	}
+	if l.first == nil {
+		l.first = part.first
+	}
+}
+
+// appendRecord renders one record: op ("+I", "-U", "+U", "-D"), its image and place.
+func (r *reduced) appendRecord(l *lineLog, op string, image []interface{}, at eventAt, index int) error {
+	spec := r.spec.Render
+	if len(image) != len(spec.Columns) {
+		return fmt.Errorf("decoded %d values of an image of %d columns", len(image), len(spec.Columns))
+	}
+	if l.first == nil {
+		l.first = &at
+	}
+	l.ops[op]++
+	b := append(l.lines.pieceFor(), `{"op":"`...)
+	b = append(append(append(b, op...), `","table":`...), l.table...)
+	b = append(b, `,"data":{`...)
+	for i, column := range spec.Columns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendPyString(b, column.Name), ':')
+		var err error
+		if b, err = appendPyValue(b, column, image[i]); err != nil {
+			return unsupported{fmt.Sprintf("column %s of %s: %v", column.Name, spec.Table, err)}
+		}
+	}
+	b = appendPyString(append(b, `},"source":{"file":`...), at.file)
+	b = strconv.AppendUint(append(b, `,"pos":`...), uint64(at.pos), 10)
+	b = strconv.AppendUint(append(b, `,"ts_ms":`...), uint64(at.ts)*1000, 10)
+	b = append(b, `},"id":"`...)
+	l.scratch = append(append(l.scratch[:0], l.hash...), at.file...)
+	l.scratch = strconv.AppendUint(append(l.scratch, '|'), uint64(at.pos), 10)
+	l.scratch = strconv.AppendInt(append(l.scratch, '|'), int64(index), 10)
+	l.scratch = append(append(l.scratch, '|'), op...)
+	l.hasher.Reset()
+	l.hasher.Write(l.scratch)
+	var sum [12]byte
+	b = hex.AppendEncode(b, l.hasher.Sum(sum[:0]))
+	l.lines.done(append(b, "\"}\n"...))
+	return nil
+}
+
+// appendPyValue spells one decoded value as json.dumps does its canonical Python value.
+func appendPyValue(b []byte, column renderColumn, v interface{}) ([]byte, error) {
+	if v == nil {
+		return append(b, "null"...), nil
+	}
+	switch column.Kind {
+	case "int", "uint", "uint64":
+		n, unsigned, ok := integer(v)
+		if !ok {
+			break
+		}
+		switch {
+		case unsigned && column.Kind == "uint64":
+			return append(strconv.AppendUint(append(b, '"'), n, 10), '"'), nil // a Decimal: its text
+		case unsigned:
+			return strconv.AppendUint(b, n, 10), nil
+		case column.Kind == "uint64":
+			return append(strconv.AppendUint(append(b, '"'), n, 10), '"'), nil // the same bits
+		case column.Kind == "uint" && int64(n) < 0:
+			return strconv.AppendInt(b, int64(n)+int64(1)<<column.Bits, 10), nil
+		default:
+			return strconv.AppendInt(b, int64(n), 10), nil
+		}
+	case "float":
+		switch x := v.(type) {
+		case float32:
+			return appendPyFloat(b, float64(x)), nil
+		case float64:
+			return appendPyFloat(b, x), nil
+		}
+	case "decimal", "text", "date", "datetime", "timestamp":
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []byte:
+			s = string(x)
+		default:
+			return nil, fmt.Errorf("value of Go type %T for a %s column", v, column.Kind)
+		}
+		return appendPyText(b, column, s)
+	}
+	return nil, fmt.Errorf("value of Go type %T for a %s column", v, column.Kind)
+}
+
+func appendPyText(b []byte, column renderColumn, s string) ([]byte, error) {
+	switch column.Kind {
+	case "decimal":
+		return appendPyDecimal(b, s, column.Scale)
+	case "date":
+		return appendPyDate(b, s)
+	case "datetime", "timestamp":
+		return appendPyDatetime(b, s, column.Kind == "timestamp")
+	}
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("a string that is not UTF-8 in a UTF-8 column")
+	}
+	return appendPyString(b, s), nil
+}
+
+// integer is a decoded integer's bits, and whether go-mysql read them as unsigned.
+func integer(v interface{}) (uint64, bool, bool) {
+	switch x := v.(type) {
+	case int8:
+		return uint64(int64(x)), false, true
+	case int16:
+		return uint64(int64(x)), false, true
+	case int32:
+		return uint64(int64(x)), false, true
+	case int64:
+		return uint64(x), false, true
+	case int:
+		return uint64(int64(x)), false, true
+	case uint8:
+		return uint64(x), true, true
+	case uint16:
+		return uint64(x), true, true
+	case uint32:
+		return uint64(x), true, true
+	case uint64:
+		return x, true, true
+	}
+	return 0, false, false
+}
+
+// pieceFor returns the block to append a line to (lines need no separator).
+func (l *rowList) pieceFor() []byte {
+	if len(l.pieces) == 0 || cap(l.pieces[len(l.pieces)-1])-len(l.pieces[len(l.pieces)-1]) < pieceBytes/16 {
+		l.pieces = append(l.pieces, make([]byte, 0, pieceBytes))
+	}
+	l.rows++
+	return l.pieces[len(l.pieces)-1]
+}
+
+func (l *rowList) size() int {
+	n := 0
+	for _, p := range l.pieces {
+		n += len(p)
+	}
+	return n
+}
+
+// appendSummary ends a table's part of the answer: the size of its lines, the count of each
+// operation, where its first record is.
+func (l *lineLog) appendSummary(b []byte) ([]byte, error) {
+	b = strconv.AppendInt(append(b, `,"lines":`...), int64(l.lines.size()), 10)
+	b = append(b, `,"ops":{`...)
+	for i, op := range []string{"+I", "-U", "+U", "-D"} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(append(append(append(b, '"'), op...), `":`...), int64(l.ops[op]), 10)
+	}
+	b = append(b, '}')
+	if l.first != nil {
+		b = appendPyString(append(b, `,"first":{"file":`...), l.first.file)
+		b = strconv.AppendUint(append(b, `,"pos":`...), uint64(l.first.pos), 10)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Python's spellings, for the changelog lines rendered here (linelog.go): the sink's lines are
+// json.dumps(..., ensure_ascii=False, separators=(",", ":")) of canonical Python values
+// (operator/sparkcdc/sinks/values.py), so every value must come out as Python writes it.
+
+const lowerHex = "0123456789abcdef"
+
+// appendPyString quotes s as json.dumps(s, ensure_ascii=False): only '"', '\\' and the control
+// characters below 0x20 are escaped (\b \f \n \r \t by name, the rest as \u00xx); all else is kept.
+func appendPyString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, `\"`...)
+		case '\\':
+			b = append(b, `\\`...)
+		case '\b':
+			b = append(b, `\b`...)
+		case '\f':
+			b = append(b, `\f`...)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\r':
+			b = append(b, `\r`...)
+		case '\t':
+			b = append(b, `\t`...)
+		default:
+			b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendPyFloat writes f as Python's repr (json.dumps writes a float so): the shortest digits that
+// round-trip, in positional notation with at least one decimal ("100.0", "0.0001") when the
+// decimal point falls within 16 digits left or 4 digits right of them, else as "1e-05", "1.5e+300".
+func appendPyFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(b, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Infinity"...)
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // [-]d[.ddd]e±XX, the shortest round-trip digits
+	mantissa, exponent, _ := strings.Cut(e, "e")
+	x, _ := strconv.Atoi(exponent)
+	point := x + 1 // the decimal point's place after the first digit, as Python counts it
+	if point <= -4 || point > 16 {
+		return append(b, e...)
+	}
+	if mantissa[0] == '-' {
+		b, mantissa = append(b, '-'), mantissa[1:]
+	}
+	digits := strings.Replace(mantissa, ".", "", 1)
+	switch {
+	case point <= 0:
+		b = append(append(b, "0."...), strings.Repeat("0", -point)...)
+		return append(b, digits...)
+	case point < len(digits):
+		return append(append(append(b, digits[:point]...), '.'), digits[point:]...)
+	default:
+		b = append(append(b, digits...), strings.Repeat("0", point-len(digits))...)
+		return append(b, ".0"...)
+	}
+}
+
+// appendPyDecimal writes, quoted, str(Decimal(text).quantize(Decimal(10) ** -scale)) for the text
+// go-mysql gives a DECIMAL ([-]digits[.digits]): Python's to-scientific-string, which turns to an
+// exponent ("1E-7", "0E-30") when the value's leading digit lies more than 6 places right of the
+// point. Text with more fractional digits than the scale (which quantizing would round) is an error.
+func appendPyDecimal(b []byte, text string, scale int) ([]byte, error) {
+	negative := strings.HasPrefix(text, "-")
+	whole, fraction, _ := strings.Cut(strings.TrimPrefix(text, "-"), ".")
+	if len(fraction) > scale || whole == "" && fraction == "" || !allDigits(whole) || !allDigits(fraction) {
+		return nil, fmt.Errorf("DECIMAL text %q of scale %d", text, scale)
+	}
+	digits := strings.TrimLeft(whole+fraction+strings.Repeat("0", scale-len(fraction)), "0")
+	if digits == "" {
+		digits = "0"
+	}
+	left := len(digits) - scale // the digits before the point (Python's leftdigits)
+	dot := left
+	if left <= -6 {
+		dot = 1
+	}
+	b = append(b, '"')
+	if negative {
+		b = append(b, '-')
+	}
+	switch {
+	case dot <= 0:
+		b = append(append(append(b, "0."...), strings.Repeat("0", -dot)...), digits...)
+	case dot >= len(digits):
+		b = append(append(b, digits...), strings.Repeat("0", dot-len(digits))...)
+	default:
+		b = append(append(append(b, digits[:dot]...), '.'), digits[dot:]...)
+	}
+	if left != dot {
+		b = append(b, 'E')
+		if left-dot >= 0 {
+			b = append(b, '+')
+		}
+		b = strconv.AppendInt(b, int64(left-dot), 10)
+	}
+	return append(b, '"'), nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
