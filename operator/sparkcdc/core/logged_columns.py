@@ -19,6 +19,7 @@ from typing import Any, overload
 
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.rendered_log import RenderedLog
 
 __all__ = ["LoggedColumns", "joined"]
 
@@ -110,10 +111,12 @@ class LoggedColumns(Sequence[ChangelogRecord]):
 
 
 def joined(first: Sequence[ChangelogRecord], then: Sequence[ChangelogRecord]) -> Sequence[ChangelogRecord]:
-    """``first``'s records, then ``then``'s: columns still when both are columns of one table
-    definition (a batch absorbed into the one before it), records otherwise."""
+    """``first``'s records, then ``then``'s: columns (or lines) still when both are columns (or
+    lines) of one table definition (a batch absorbed into the one before it), records otherwise."""
     if not first:
         return then
     if isinstance(first, LoggedColumns) and isinstance(then, LoggedColumns) and first.names == then.names:
+        return first.followed_by(then)
+    if isinstance(first, RenderedLog) and isinstance(then, RenderedLog) and first.same_lines(then):
         return first.followed_by(then)
     return (*first, *then)

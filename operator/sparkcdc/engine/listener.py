@@ -19,6 +19,7 @@ from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
 
@@ -59,8 +60,11 @@ def record_counts(changelog: Mapping[TableId, Sequence[ChangelogRecord]]) -> dic
     counted from the records' operations alone (columns stay columns: core/logged_columns.py)."""
     counts: dict[tuple[TableId, str], int] = {}
     for table, records in changelog.items():
-        ops = records.ops if isinstance(records, LoggedColumns) else [r.op for r in records]
-        for op, count in Counter(ops).items():
+        if isinstance(records, RenderedLog):
+            counted = Counter(records.op_counts)
+        else:
+            counted = Counter(records.ops if isinstance(records, LoggedColumns) else [r.op for r in records])
+        for op, count in counted.items():
             if (name := _RECORD_OPS.get(op)) is not None:
                 counts[(table, name)] = count
     return counts

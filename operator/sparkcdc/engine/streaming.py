@@ -191,7 +191,10 @@ class BinlogStreamer:
         capacity = gathered.capacity(spec.batch_rows)
         heartbeat = spec.heartbeat_interval_seconds
         changes = self.state.settings.native_changes
-        settings = FollowSettings(spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes)
+        # The changelog sink (the one sink in log mode) writes the decoder's lines where it spells them.
+        settings = FollowSettings(
+            spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes, changes
+        )
         ids = self.state.settings.server_id, self.state.settings.source_server_id
         follower = NativeFollower(decoder, self.state.source, ids[0], tables, start, flavor, settings, ids[1])
         self.state.listener.message(f"the live path reads from {start} with the Go decoder")

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.columns import Family
 from sparkcdc.mysql.schema import TableSchema
@@ -111,10 +112,18 @@ class ChangelogSink(Sink):
         table = str(schema.table)
         records = changes.changelog
         logged = isinstance(records, LoggedColumns) and records.names == schema.column_names
-        first = records.first_offset() if isinstance(records, LoggedColumns) else records[0].offset
+        first = (
+            records.first_offset() if isinstance(records, (LoggedColumns, RenderedLog)) else records[0].offset
+        )
         target = (
             self.table_dir(schema) / f"binlog-{_merged_prefix(schema)}{first.file}-{first.pos:012d}.jsonl"
         )
+        if isinstance(records, RenderedLog) and (records.table, records.names) == (
+            table,
+            schema.column_names,
+        ):
+            self._write_bytes(target, [records.text])  # the decoder's lines (mysql/binlog/rendered.py)
+            return
         if any(c.family is Family.GEOMETRY for c in schema.columns):
             records = [replace(r, data=row_with_geometry_fields(schema, r.data)) for r in records]
         elif logged:  # column by column (changelog_columns.py): the same lines

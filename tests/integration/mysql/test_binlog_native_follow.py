@@ -26,10 +26,12 @@ from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import changelog_records
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
 from sparkcdc.mysql.binlog.native import decode_range
 from sparkcdc.mysql.binlog.reader import read_changes
+from sparkcdc.mysql.binlog.rendered import render_spec
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.changelog import ChangelogSink
@@ -135,6 +137,50 @@ def test_followed_changes_are_the_python_readers_changelog_records(
     columns = b"".join(bytes(c) for records in logged for c in logged_text(schema, records))
     table = str(schema.table)
     assert columns == "".join(ChangelogSink._render(table, r) + "\n" for r in python).encode()
+
+
+# The type table's columns the decoder does not spell lines of (mysql/binlog/rendered.py).
+UNSPELLED = ("b1", "b10", "b64", "tm", "tm1", "tm3", "tm6", "yr", "lat", "bn", "vb", "bl", "e", "s")
+
+
+def test_rendered_lines_are_the_python_readers_lines(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    """Rendered log mode (binlogdec/linelog.go): for a table of the families the decoder spells,
+    its lines are the changelog sink's lines of the Python reader's records, byte for byte, and
+    the records parsed back from them are those records."""
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`types`"
+    create_without_geometry(mariadb, table)
+    mariadb.execute(f"ALTER TABLE {table} " + ", ".join(f"DROP COLUMN {c}" for c in UNSPELLED))
+    start = binlog_offset(mariadb)
+    write_changes_without_geometry(mariadb, table, UNSPELLED)
+    tricky = 'q"uote \\ back\nslash\t\x01\x1f\x7f \u2028 <&>'
+    mariadb.execute(f"UPDATE {table} SET vc = %s, tx = %s WHERE id IN (1, 150)", (tricky, tricky[::-1]))
+    stop = binlog_offset(mariadb)
+    schema = source_schema(cfg, TableId(fresh_db, "types"))
+    assert render_spec(schema) is not None, schema.columns
+
+    items = _follow(binary, cfg, schema, start, stop, replace(SMALL, changes=True, lines=True))
+    batches = [i for i in items if isinstance(i, NativeBatch)]
+    assert len(batches) == len(items) > 1, items
+    logs = [b.changelog[schema.table] for b in batches if schema.table in b.changelog]
+    assert logs and all(isinstance(log, RenderedLog) for log in logs), logs
+    events = list(read_changes(cfg, 4306, start, stop, {schema.table: schema}))
+    python = [r for e in events for r in changelog_records(e)]
+    assert {r.op for r in python} == {"+I", "-U", "+U", "-D"}
+    text = b"".join(cast(RenderedLog, log).text for log in logs)
+    assert text == "".join(ChangelogSink._render(str(schema.table), r) + "\n" for r in python).encode()
+    parsed = [r for log in logs for r in log]
+    assert len(parsed) == len(python) == sum(map(len, logs))
+    for ours, theirs in zip(parsed, python, strict=True):
+        assert (ours.op, ours.offset, ours.index, ours.ts_ms) == (
+            theirs.op,
+            theirs.offset,
+            theirs.index,
+            theirs.ts_ms,
+        )
+        assert ours.data == theirs.data and list(ours.data) == list(theirs.data), theirs.offset
 
 
 def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
@@ -245,6 +291,7 @@ _FOLLOW_THEN_WAIT = """
 import json, sys, time
 from pathlib import Path
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeFollower
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema

@@ -24,7 +24,7 @@ import json
 import queue
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -55,6 +55,7 @@ class FollowSettings:
     heartbeat_seconds: int
     capacity: int = 4  # converted batches waiting for the caller
     changes: bool = False  # every change in order (a sink that keeps a log), not net effects
+    lines: bool = False  # with changes: the changelog's lines, rendered by the decoder where it can
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class NativeFollower:
     ) -> None:
         """``expect_server_id``: the source's @@server_id checked on the replication connection
         itself (a failover behind the address ends the decoder instead of being read)."""
-        request = native_request(cfg, server_id, schemas, start, flavor)
+        request = native_request(cfg, server_id, schemas, start, flavor, settings.changes and settings.lines)
         request["expectServerId"] = expect_server_id or 0
         # MariaDB's GTID position at the start, where known: every batch's end then has its own.
         request["startGtid"] = start.gtid_set
@@ -169,23 +170,24 @@ class NativeFollower:
         assert proc is not None and proc.stdout is not None
         try:
             for line in proc.stdout:
-                item = self._parse(line)
+                item = self._parse(line, proc.stdout.read)
                 if not self._put(item) or isinstance(item, NativeStopped):
                     return
             self._put(self._ended(proc))
         except BaseException as err:  # handed to the caller
             self._put(err)
 
-    def _parse(self, line: bytes) -> Item:
+    def _parse(self, line: bytes, read: Callable[[int], bytes]) -> Item:
         # The answer's rows are millions of lists: made, converted and dropped with the collector
         # paused, so it never scans them (once back on, its first pass would take them all).
+        # ``read``: the rendered lines that follow the line (rendered.py).
         with collector_paused():
             answer = parse_answer(line)
-            item = self._item(answer)
+            item = self._item(answer, read)
             del answer
         return item
 
-    def _item(self, answer: dict[str, Any]) -> Item:
+    def _item(self, answer: dict[str, Any], read: Callable[[int], bytes]) -> Item:
         end = _offset(answer["end"])
         if "ddl" in answer:
             return NativeDdl(
@@ -195,7 +197,7 @@ class NativeFollower:
             return NativeStopped(end, str(answer["unsupported"]))
         events, newest = int(answer["events"]), int(answer["newest"]) * 1000
         if self._logs:
-            return NativeBatch(end, events, newest, {}, logged_changes(self._schemas, answer["tables"]))
+            return NativeBatch(end, events, newest, {}, logged_changes(self._schemas, answer["tables"], read))
         return NativeBatch(end, events, newest, reduced_changes(self._schemas, answer["tables"]))
 
     def _ended(self, proc: subprocess.Popen[bytes]) -> BaseException:

@@ -43,6 +43,7 @@ from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog.rendered import render_spec, rendered_log
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
@@ -254,9 +255,11 @@ def native_request(
     schemas: Mapping[TableId, TableSchema],
     start: BinlogOffset,
     flavor: str,
+    lines: bool = False,
 ) -> dict[str, Any]:
     """The decoder's request for these tables from ``start`` (a range adds "stop", the live path
-    "follow": follow.py)."""
+    "follow": follow.py); ``lines``: the changelog's lines rendered by the decoder, for the tables
+    it spells (rendered.py)."""
     tables = []
     for table, schema in schemas.items():
         positions = {c.name: i for i, c in enumerate(schema.columns)}
@@ -264,16 +267,11 @@ def native_request(
         text = [i for i, c in enumerate(schema.columns) if _is_utf8_text(c)]
         columns = len(schema.columns)
         names = list(schema.column_names)  # the decoder refuses rows written under other columns
-        tables.append(
-            {
-                "db": table.database,
-                "table": table.table,
-                "columns": columns,
-                "key": key,
-                "text": text,
-                "names": names,
-            }
-        )
+        part = {"db": table.database, "table": table.table, "columns": columns, "key": key, "text": text}
+        part["names"] = names
+        if lines and (render := render_spec(schema)) is not None:
+            part["render"] = render
+        tables.append(part)
     return {
         "host": cfg.host,
         "port": cfg.port,
@@ -288,19 +286,33 @@ def native_request(
 
 
 def logged_changes(
-    schemas: Mapping[TableId, TableSchema], tables: Any
+    schemas: Mapping[TableId, TableSchema], tables: Any, read: Callable[[int], bytes] | None = None
 ) -> dict[TableId, Sequence[ChangelogRecord]]:
     """The decoder's "tables" of a batch in log mode (binlogdec/changelog.go): every table's row
     changes in binlog order, as the records the Python reader's events make (core/microbatch.py
     ``changelog_records``): the same offsets, row indexes, times and canonical images — held as
-    columns (core/logged_columns.py)."""
+    columns (core/logged_columns.py), or as the changelog's lines where the decoder rendered them
+    (rendered.py), whose bytes ``read`` takes from after the batch's line, table after table."""
     out: dict[TableId, Sequence[ChangelogRecord]] = {}
     with collector_paused():
         for part in tables or ():
-            if rows := part.get("changes"):
-                table = TableId(part["db"], part["table"])
+            table = TableId(part["db"], part["table"])
+            if "lines" in part:
+                text = _read_exactly(read, int(part["lines"]))
+                if (log := rendered_log(schemas[table], part, text)) is not None:
+                    out[table] = log
+            elif rows := part.get("changes"):
                 out[table] = _logged(schemas[table], rows)
     return out
+
+
+def _read_exactly(read: Callable[[int], bytes] | None, size: int) -> bytes:
+    if read is None:
+        raise SourceError("the binlog decoder answered rendered lines to a caller that did not ask for them")
+    text = read(size) if size else b""
+    if len(text) != size:
+        raise SourceError(f"the binlog decoder ended within its rendered lines ({len(text)} of {size} bytes)")
+    return text
 
 
 def _logged(schema: TableSchema, rows: Sequence[Sequence[Any]]) -> LoggedColumns:
