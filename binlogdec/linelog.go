@@ -27,8 +27,8 @@ import (
 // the Python reader goes on from the last batch.
 
 // renderSpec is how a table's lines are spelled: its name as the lines give it, and each column's
-// name and kind ("int", "uint" with its bits, "uint64", "decimal" with its scale, "float", "text",
-// "date", "datetime", "timestamp").
+// name and kind ("int", "uint" with its bits, "uint64", "decimal" with its scale, "float", "text"
+// (UTF-8), "latin1", "date", "datetime", "timestamp").
 type renderSpec struct {
 	Table   string         `json:"table"`
 	Columns []renderColumn `json:"columns"`
@@ -140,7 +140,7 @@ func appendPyValue(b []byte, column renderColumn, v interface{}) ([]byte, error)
 		case float64:
 			return appendPyFloat(b, x), nil
 		}
-	case "decimal", "text", "date", "datetime", "timestamp":
+	case "decimal", "text", "latin1", "date", "datetime", "timestamp":
 		var s string
 		switch x := v.(type) {
 		case string:
@@ -163,6 +163,9 @@ func appendPyText(b []byte, column renderColumn, s string) ([]byte, error) {
 		return appendPyDate(b, s)
 	case "datetime", "timestamp":
 		return appendPyDatetime(b, s, column.Kind == "timestamp")
+	}
+	if column.Kind == "latin1" {
+		return appendPyString(b, decodeCP1252(s)), nil
 	}
 	if !utf8.ValidString(s) {
 		return nil, fmt.Errorf("a string that is not UTF-8 in a UTF-8 column")

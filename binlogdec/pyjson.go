@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Python's spellings, for the changelog lines rendered here (linelog.go): the sink's lines are
@@ -131,4 +132,35 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// cp1252High is what Python's cp1252 codec decodes 0x80..0x9F to, U+FFFD ("replace") where it
+// has no character: MySQL's latin1 is Windows-1252, which sparkcdc decodes so (mysql/types.py).
+var cp1252High = [32]rune{
+	0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD, 0x017D, 0xFFFD,
+	0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
+}
+
+// decodeCP1252 is bytes.decode("cp1252", "replace"): from 0xA0 on, the byte is the code point.
+func decodeCP1252(s string) string {
+	i := 0
+	for i < len(s) && s[i] < 0x80 {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := make([]byte, i, len(s)+len(s)/2)
+	copy(b, s[:i])
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x80:
+			b = append(b, c)
+		case c < 0xA0:
+			b = utf8.AppendRune(b, cp1252High[c-0x80])
+		default:
+			b = utf8.AppendRune(b, rune(c))
+		}
+	}
+	return string(b)
 }

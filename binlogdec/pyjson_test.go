@@ -35,6 +35,13 @@ func TestPythonSpellings(t *testing.T) {
 			t.Errorf("string %q: %s, Python %s", c.in, got, c.want)
 		}
 	}
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	if got := decodeCP1252(string(all)); got != pyCP1252 {
+		t.Errorf("cp1252: %q, Python %q", got, pyCP1252)
+	}
 	if _, err := appendPyDecimal(nil, "1.234", 2); err == nil {
 		t.Error("a DECIMAL text with more digits than its scale was spelled")
 	}

@@ -56,6 +56,7 @@ COLUMNS: list[tuple[Column, list[Any]]] = [
     ),
     (_col("s", "varchar", "varchar(60)", charset="utf8mb4"), STRINGS),
     (_col("j", "longtext", charset="utf8mb4"), ['{"a": [1, "\\u00e9"]}', "[]"]),
+    (_col("lat", "varchar", "varchar(9)", charset="latin1"), ["caf\u00e9", "\u20ac\ufffd"]),
 ]
 SCHEMA = TableSchema(TableId("shop", "t\u00e9st"), tuple(c for c, _ in COLUMNS), ("id",), ("id",), ("id",))
 
@@ -106,7 +107,7 @@ def test_the_decoder_spells_the_families_it_can_of_plain_targets_only() -> None:
         _col("b", "bit", "bit(3)", precision=3),
         _col("vb", "varbinary", "varbinary(8)"),
         _col("e", "enum", "enum('a')", members=("a",)),
-        _col("lat", "varchar", "varchar(9)", charset="latin1"),
+        _col("koi", "varchar", "varchar(9)", charset="koi8r"),
         _col("zd", "date", zero_dates=True),
         _col("g", "geometry"),
     ]

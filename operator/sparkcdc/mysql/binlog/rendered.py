@@ -48,9 +48,11 @@ def _kind(column: Column) -> str | None:
         if not column.unsigned:
             return "int"
         return "uint64" if column.integer_bits == 64 else "uint"
-    if family in (Family.STRING, Family.JSON):
-        utf8 = (column.charset or "").lower() in _UTF8
-        return "text" if utf8 and column.data_type.lower() in _TEXT_TYPES else None
+    if family in (Family.STRING, Family.JSON) and column.data_type.lower() in _TEXT_TYPES:
+        charset = (column.charset or "").lower()
+        if charset in _UTF8:
+            return "text"
+        return "latin1" if charset == "latin1" and family is Family.STRING else None  # types.py: cp1252
     return _SIMPLE.get(family)
 
 
