@@ -193,7 +193,7 @@ class BinlogStreamer:
         changes = self.state.settings.native_changes
         # The changelog sink (the one sink in log mode) writes the decoder's lines where it spells them.
         settings = FollowSettings(
-            spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes, changes
+            spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes=changes, lines=changes
         )
         ids = self.state.settings.server_id, self.state.settings.source_server_id
         follower = NativeFollower(decoder, self.state.source, ids[0], tables, start, flavor, settings, ids[1])

@@ -267,8 +267,8 @@ def native_request(
         text = [i for i, c in enumerate(schema.columns) if _is_utf8_text(c)]
         columns = len(schema.columns)
         names = list(schema.column_names)  # the decoder refuses rows written under other columns
-        part = {"db": table.database, "table": table.table, "columns": columns, "key": key, "text": text}
-        part["names"] = names
+        part: dict[str, Any] = {"db": table.database, "table": table.table, "columns": columns}
+        part.update(key=key, text=text, names=names)
         if lines and (render := render_spec(schema)) is not None:
             part["render"] = render
         tables.append(part)
