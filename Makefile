@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: deps promtool test unit container images lint bench bench-binlog bench-latency bench-stream demo crd clean
+.PHONY: deps promtool k8s-bin test unit container images lint bench bench-binlog bench-latency bench-stream demo crd clean
 
 deps:
 	@bash hack/bootstrap.sh
@@ -12,8 +12,14 @@ deps:
 promtool:
 	@bash hack/promtool.sh >/dev/null
 
+# The control plane's binaries (kube-apiserver, kube-controller-manager, kubectl, etcd, helm) for the
+# e2e and container tests, built from Go modules once and cached (hack/k8s-bin.sh), here rather than
+# in a fixture: cold, the build takes longer than a test's timeout while the other lanes run.
+k8s-bin:
+	@bash hack/k8s-bin.sh >/dev/null
+
 # The cluster tests (e2e, container) and the local ones (unit, integration) side by side: hack/test.sh.
-test: deps promtool
+test: deps promtool k8s-bin
 	PY=$(PY) bash hack/test.sh $(PYTEST_ARGS)
 
 unit: deps
@@ -23,7 +29,7 @@ unit: deps
 images:
 	@bash hack/images.sh
 
-container: deps images
+container: deps images k8s-bin
 	$(PY) -m pytest -m container $(PYTEST_ARGS)
 
 lint: deps
