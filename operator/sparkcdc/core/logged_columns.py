@@ -13,18 +13,18 @@ the sequence of records it is, made once, on that first use.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, overload
+from typing import Any
 
-from sparkcdc.core.microbatch import ChangelogRecord
+from sparkcdc.core.microbatch import ChangelogRecord, HeldRecords
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.rendered_log import RenderedLog
 
 __all__ = ["LoggedColumns", "joined"]
 
 
-class LoggedColumns(Sequence[ChangelogRecord]):
+class LoggedColumns(HeldRecords):
     """Records given field by field, one entry per record in each of ``ops``, ``files``,
     ``positions``, ``indexes`` and ``times``; the image of record ``r`` is row ``picks[r]`` of
     ``images`` (one column per name, all as long)."""
@@ -79,18 +79,6 @@ class LoggedColumns(Sequence[ChangelogRecord]):
 
     def __len__(self) -> int:
         return len(self.ops)
-
-    @overload
-    def __getitem__(self, index: int) -> ChangelogRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[ChangelogRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> ChangelogRecord | Sequence[ChangelogRecord]:
-        return self.records()[index]
-
-    def __iter__(self) -> Iterator[ChangelogRecord]:
-        return iter(self.records())
 
     def followed_by(self, then: LoggedColumns) -> LoggedColumns:
         """These records, then ``then``'s (of the same names)."""

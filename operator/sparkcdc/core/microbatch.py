@@ -7,8 +7,10 @@ earlier committed offset converges. The changelog view keeps every change, in bi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from sparkcdc.core.events import ChangeEvent, Op, Row
 from sparkcdc.core.merge import collapse_events
@@ -24,6 +26,30 @@ class ChangelogRecord:
     offset: BinlogOffset
     index: int
     ts_ms: int
+
+
+class HeldRecords(Sequence[ChangelogRecord]):
+    """A batch's changelog held in another form than records (columns, rendered lines) for the
+    sink that writes that form; any other reader gets the records, made on the first use."""
+
+    @abstractmethod
+    def records(self) -> tuple[ChangelogRecord, ...]:
+        """The records (made on the first call)."""
+
+    @abstractmethod
+    def first_offset(self) -> BinlogOffset: ...
+
+    @overload
+    def __getitem__(self, index: int) -> ChangelogRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ChangelogRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> ChangelogRecord | Sequence[ChangelogRecord]:
+        return self.records()[index]
+
+    def __iter__(self) -> Iterator[ChangelogRecord]:
+        return iter(self.records())
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,9 @@ the canonical values, offsets and row indexes the Python reader's records carry)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Callable, Mapping, Sequence
 
-from sparkcdc.core.microbatch import ChangelogRecord
+from sparkcdc.core.microbatch import ChangelogRecord, HeldRecords
 from sparkcdc.core.offsets import BinlogOffset
 
 __all__ = ["RenderedLog"]
@@ -21,7 +20,7 @@ __all__ = ["RenderedLog"]
 LineParser = Callable[[bytes], tuple[ChangelogRecord, ...]]
 
 
-class RenderedLog(Sequence[ChangelogRecord]):
+class RenderedLog(HeldRecords):
     """The lines of one table's records (``text``, each ending in a newline), written under
     ``table`` with the columns ``names``; ``op_counts`` counts the records per operation,
     ``first`` is the offset of the first."""
@@ -53,18 +52,6 @@ class RenderedLog(Sequence[ChangelogRecord]):
 
     def __len__(self) -> int:
         return sum(self.op_counts.values())
-
-    @overload
-    def __getitem__(self, index: int) -> ChangelogRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[ChangelogRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> ChangelogRecord | Sequence[ChangelogRecord]:
-        return self.records()[index]
-
-    def __iter__(self) -> Iterator[ChangelogRecord]:
-        return iter(self.records())
 
     def same_lines(self, other: RenderedLog) -> bool:
         """Whether ``other``'s lines are of the same table and columns."""

@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkcdc.core.logged_columns import LoggedColumns
+from sparkcdc.core.microbatch import HeldRecords
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.core.splits import SnapshotSplit
@@ -112,9 +113,7 @@ class ChangelogSink(Sink):
         table = str(schema.table)
         records = changes.changelog
         logged = isinstance(records, LoggedColumns) and records.names == schema.column_names
-        first = (
-            records.first_offset() if isinstance(records, (LoggedColumns, RenderedLog)) else records[0].offset
-        )
+        first = records.first_offset() if isinstance(records, HeldRecords) else records[0].offset
         target = (
             self.table_dir(schema) / f"binlog-{_merged_prefix(schema)}{first.file}-{first.pos:012d}.jsonl"
         )

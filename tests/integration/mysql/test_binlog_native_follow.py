@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
@@ -24,7 +25,7 @@ from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
-from sparkcdc.core.microbatch import changelog_records
+from sparkcdc.core.microbatch import ChangelogRecord, changelog_records
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.core.tables import TableId
@@ -79,6 +80,15 @@ def _type_table_stretch(
     return cfg, source_schema(cfg, TableId(db, "types")), start, binlog_offset(mariadb)
 
 
+def _assert_same_records(ours: Sequence[ChangelogRecord], python: Sequence[ChangelogRecord]) -> None:
+    """The same records in the same order: operation, place, time, and each canonical value."""
+    for mine, theirs in zip(ours, python, strict=True):
+        place = (theirs.op, theirs.offset, theirs.index, theirs.ts_ms)
+        assert (mine.op, mine.offset, mine.index, mine.ts_ms) == place
+        diff = {c: (v, mine.data[c]) for c, v in theirs.data.items() if mine.data[c] != v}
+        assert diff == {} and list(mine.data) == list(theirs.data), f"{theirs.op} at {theirs.offset}"
+
+
 def test_followed_batches_reduce_the_type_table_like_python(
     mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
 ) -> None:
@@ -121,15 +131,7 @@ def test_followed_changes_are_the_python_readers_changelog_records(
     python = [r for e in events for r in changelog_records(e)]
     assert {r.op for r in python} == {"+I", "-U", "+U", "-D"} and len(followed) == len(python)
     assert sum(b.events for b in batches) == len(events)
-    for ours, theirs in zip(followed, python, strict=True):
-        assert (ours.op, ours.offset, ours.index, ours.ts_ms) == (
-            theirs.op,
-            theirs.offset,
-            theirs.index,
-            theirs.ts_ms,
-        )
-        diff = {c: (v, ours.data[c]) for c, v in theirs.data.items() if ours.data[c] != v}
-        assert diff == {} and ours.data.keys() == theirs.data.keys(), f"{theirs.op} at {theirs.offset}"
+    _assert_same_records(followed, python)
     # The changelog sink renders the batches' columns (sinks/changelog_columns.py) into the lines
     # it renders the Python reader's records into, byte for byte.
     logged = [cast(LoggedColumns, b.changelog[schema.table]) for b in batches if schema.table in b.changelog]
@@ -175,14 +177,7 @@ def test_rendered_lines_are_the_python_readers_lines(
     assert text == "".join(ChangelogSink._render(str(schema.table), r) + "\n" for r in python).encode()
     parsed = [r for log in logs for r in log]
     assert len(parsed) == len(python) == sum(map(len, logs))
-    for ours, theirs in zip(parsed, python, strict=True):
-        assert (ours.op, ours.offset, ours.index, ours.ts_ms) == (
-            theirs.op,
-            theirs.offset,
-            theirs.index,
-            theirs.ts_ms,
-        )
-        assert ours.data == theirs.data and list(ours.data) == list(theirs.data), theirs.offset
+    _assert_same_records(parsed, python)
 
 
 def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
