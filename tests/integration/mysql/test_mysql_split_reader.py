@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from harness.mariadb import binlog_offset
+from harness.waiting import wait_until
 from harness.writer import RandomWriter
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
@@ -95,7 +96,12 @@ def _check_splits(
     initial = _read_all(cfg, schema)
     results = []
     with writer:
-        for n in range(rounds):
+        # Under load the writer's connection can take longer than a round of reads: the reads
+        # start once it writes, and go on (a bounded number of rounds) until it wrote enough.
+        wait_until(lambda: writer.transactions >= 5, timeout=60, message="the writer's first transactions")
+        for n in range(10 * rounds):
+            if n >= rounds and writer.transactions > 50:
+                break
             for split in splits:
                 result = read_split(cfg, schema, split, server_id=5000 + n, fetch_size=50)
                 results.append((split, result))
