@@ -137,14 +137,10 @@ type rowList struct {
 
 // next returns the block to append a row to, with the separator from the previous row.
 func (l *rowList) next() []byte {
-	if len(l.pieces) == 0 || cap(l.pieces[len(l.pieces)-1])-len(l.pieces[len(l.pieces)-1]) < pieceBytes/16 {
-		l.pieces = append(l.pieces, make([]byte, 0, pieceBytes))
-	}
-	b := l.pieces[len(l.pieces)-1]
-	if l.rows > 0 {
+	b := l.pieceFor()
+	if l.rows > 1 {
 		b = append(b, ',')
 	}
-	l.rows++
 	return b
 }
 

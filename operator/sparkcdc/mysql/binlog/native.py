@@ -43,7 +43,7 @@ from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog.rendered import render_spec, rendered_log
+from sparkcdc.mysql.binlog.rendered import TEXT_TYPES, UTF8_CHARSETS, render_spec, rendered_log
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
@@ -65,12 +65,10 @@ __all__ = [
     "reduced_changes",
 ]
 _BYTES = {Family.STRING, Family.JSON, Family.BINARY}
-_UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _CONTEXT = decimal.Context(prec=200)
 _DECIMAL = decimal.Decimal
 _ZERO_DATE = re.compile(r"^(0000|\d{4}-00|\d{4}-\d{2}-00)")  # as types.py: NULL, like the other paths
-_TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}  # MariaDB JSON: longtext
 
 
 @dataclass(frozen=True)
@@ -106,7 +104,7 @@ def _column_ok(column: Column) -> bool:
     if column.family is Family.GEOMETRY:
         return False
     if column.family in (Family.STRING, Family.JSON):
-        return column.data_type.lower() in _TEXT_TYPES
+        return column.data_type.lower() in TEXT_TYPES
     return True
 
 
@@ -135,7 +133,7 @@ def _timestamp(value: str | None) -> dt.datetime | None:
 
 
 def _is_utf8_text(column: Column) -> bool:
-    return column.family in (Family.STRING, Family.JSON) and (column.charset or "").lower() in _UTF8
+    return column.family in (Family.STRING, Family.JSON) and (column.charset or "").lower() in UTF8_CHARSETS
 
 
 Values = Sequence[Any]  # one column of a table's rows, as the decoder answered it

@@ -27,8 +27,10 @@ from sparkcdc.mysql.schema import TableSchema
 
 __all__ = ["render_spec", "rendered_log"]
 
-_UTF8 = {"utf8mb4", "utf8mb3", "utf8"}
-_TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}
+# The character sets the decoder sends as text, and the types it reads text of (native.py shares
+# them: MariaDB's JSON is a longtext).
+UTF8_CHARSETS = frozenset({"utf8mb4", "utf8mb3", "utf8"})
+TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 _SIMPLE = {
     Family.DECIMAL: "decimal",
     Family.FLOAT: "float",
@@ -48,9 +50,9 @@ def _kind(column: Column) -> str | None:
         if not column.unsigned:
             return "int"
         return "uint64" if column.integer_bits == 64 else "uint"
-    if family in (Family.STRING, Family.JSON) and column.data_type.lower() in _TEXT_TYPES:
+    if family in (Family.STRING, Family.JSON) and column.data_type.lower() in TEXT_TYPES:
         charset = (column.charset or "").lower()
-        if charset in _UTF8:
+        if charset in UTF8_CHARSETS:
             return "text"
         return "latin1" if charset == "latin1" and family is Family.STRING else None  # types.py: cp1252
     return _SIMPLE.get(family)
