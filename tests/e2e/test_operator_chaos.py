@@ -42,6 +42,9 @@ PLAN = ["snapshot"] * 3 + ["handoff-end", "handoff-start"] + ["streaming"] * 5
 HOW = ("delete-now", "delete-graceful", "sigkill")
 STREAMING = "streaming the binlog from"
 SNAPSHOT_DONE = "snapshot complete at binlog position"
+# How long a driver may take to start or to reach a point: its JVM starts beside the other lanes
+# of `make test` on 2 cores (a first wave took 225 s there once).
+WAIT = 600
 WAVE_DONE = "snapshot splits committed"
 
 
@@ -76,7 +79,7 @@ class Chaos:
             live = epoch > after and self.runner.process(self.ns, pod) is not None
             return epoch if live else 0
 
-        epoch: int = wait_until(running, timeout=300, every=0.1, what=f"a driver after epoch {after}")
+        epoch: int = wait_until(running, timeout=WAIT, every=0.1, what=f"a driver after epoch {after}")
         return epoch
 
     def trigger(self, point: str, epoch: int) -> str:
@@ -87,10 +90,13 @@ class Chaos:
             "handoff-start": (STREAMING,),
             "streaming": (STREAMING,),
         }[point]
-        wait_until(
-            lambda: any(m in self.log(epoch) for m in marks), timeout=300, every=0.02,
-            what=f"{point} of epoch {epoch}",
-        )  # fmt: skip
+        try:
+            wait_until(
+                lambda: any(m in self.log(epoch) for m in marks), timeout=WAIT, every=0.02,
+                what=f"{point} of epoch {epoch}",
+            )  # fmt: skip
+        except TimeoutError as err:
+            raise AssertionError(f"{err}; the driver's log ends:\n{self.log(epoch)[-4000:]}") from None
         if point == "snapshot":
             time.sleep(self.rng.uniform(0, 0.3))
         elif point == "streaming":
@@ -111,6 +117,7 @@ class Chaos:
             self.core.delete_namespaced_pod(pod, self.ns, grace_period_seconds=grace)
 
 
+@pytest.mark.timeout(1800)  # eleven drivers start one after another (see WAIT)
 def test_replica_equals_source_after_kills_at_random_points(
     real_operator: RunningOperator, control_plane: ControlPlane, core: Any, namespace: str,  # noqa: F811
     mariadb: MariaDBServer, shop: str, node_runner: NodeRunner,

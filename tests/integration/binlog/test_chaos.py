@@ -187,6 +187,7 @@ def _moments(rng: random.Random) -> list[tuple[str, Trigger, float]]:
 
 
 @pytest.mark.usefixtures("waves_on_spark")  # the snapshot must last for kills to land in it
+@pytest.mark.timeout(1800)  # 30+ runs, each a JVM start, beside the other lanes of `make test`
 def test_chaos(case: Case) -> None:
     rng = random.Random(SEED)
     _create(case)
@@ -210,7 +211,7 @@ def test_chaos(case: Case) -> None:
             before = case.checkpoint(pipeline)
             condition = trigger(case, pipeline, before)
             with SparkcdcProcess(manifest, case.state_dir, case.log_dir, exit_when_caught_up=False) as run:
-                reached = run.wait_for(condition, timeout=90, interval=0.05)
+                reached = run.wait_for(condition, timeout=300, interval=0.05)
                 if reached:
                     end = time.monotonic() + rng.uniform(0, delay)
                     while time.monotonic() < end and run.poll() is None:
@@ -232,7 +233,7 @@ def test_chaos(case: Case) -> None:
     assert landed["snapshot"] >= 6 and landed["handoff"] >= 1 and landed["streaming"] >= 10, landed
 
     print(f"chaos: {len(kills)} kills landed {landed}; {writer.transactions} source transactions")
-    final = case.run_ok(manifest)
+    final = case.run_ok(manifest, timeout=600)
     for table in TABLES:
         source = case.rows(case.db, table)
         assert_same_rows(source, case.rows(case.sink_db("chaos_jdbc"), table), f"replica {table}")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from delta_support import assert_delta_equals_source, delta_sink, inspect_delta, source_schema
 
 from harness.ddl_writer import DDL_SCRIPT, NARROWING, DdlWriter, create_ddl_tables
@@ -34,6 +35,8 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.testing.mariadb import MariaDBServer
 
 PIPELINE = "delta-ddl"
+# Two runs of minutes each on a Delta-enabled Spark, beside the other lanes of `make test`.
+pytestmark = pytest.mark.timeout(1500)
 
 
 def test_ddl_followed_into_delta(
