@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from delta_support import (
     assert_delta_equals_source,
     assert_rows_equal,
@@ -47,6 +48,8 @@ from sparkcdc.sinks.spark_types import to_spark_arrow
 from sparkcdc.testing.mariadb import MariaDBServer
 
 PIPELINE = "delta-kills"
+# Runs killed and resumed on a Delta-enabled Spark: 420 s here beside the other lanes of `make test`.
+pytestmark = pytest.mark.timeout(1500)
 Key = tuple[Any, ...]
 
 

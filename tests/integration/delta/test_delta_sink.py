@@ -11,8 +11,8 @@ import pytest
 from delta_support import ChecksRun
 
 # The first test to ask for ``delta_checks`` waits for its one Spark to run every group of checks
-# (up to 1,400 s: see the fixture).
-pytestmark = pytest.mark.timeout(1500)
+# (up to 2,200 s: see the fixture).
+pytestmark = pytest.mark.timeout(2400)
 
 SINK_CHECKS = [
     "ok types_round_trip",
