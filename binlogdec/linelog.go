@@ -165,7 +165,7 @@ func appendPyText(b []byte, column renderColumn, s string) ([]byte, error) {
 		return appendPyDatetime(b, s, column.Kind == "timestamp")
 	}
 	if column.Kind == "latin1" {
-		return appendPyString(b, decodeCP1252(s)), nil
+		return appendPyString(b, decodeLatin1(s)), nil
 	}
 	if !utf8.ValidString(s) {
 		return nil, fmt.Errorf("a string that is not UTF-8 in a UTF-8 column")

@@ -134,15 +134,16 @@ func allDigits(s string) bool {
 	return true
 }
 
-// cp1252High is what Python's cp1252 codec decodes 0x80..0x9F to, U+FFFD ("replace") where it
-// has no character: MySQL's latin1 is Windows-1252, which sparkcdc decodes so (mysql/types.py).
-var cp1252High = [32]rune{
-	0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD, 0x017D, 0xFFFD,
-	0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
+// latin1High is what MySQL's latin1 reads 0x80..0x9F as: Windows-1252, whose five unassigned
+// bytes the server maps to the C1 controls of the same number (core/charsets.py, the table every
+// sparkcdc reader of latin1 bytes decodes with).
+var latin1High = [32]rune{
+	0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0x008D, 0x017D, 0x008F,
+	0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178,
 }
 
-// decodeCP1252 is bytes.decode("cp1252", "replace"): from 0xA0 on, the byte is the code point.
-func decodeCP1252(s string) string {
+// decodeLatin1 is core/charsets.py's decode_mysql_latin1: from 0xA0 on, the byte is the code point.
+func decodeLatin1(s string) string {
 	i := 0
 	for i < len(s) && s[i] < 0x80 {
 		i++
@@ -157,7 +158,7 @@ func decodeCP1252(s string) string {
 		case c < 0x80:
 			b = append(b, c)
 		case c < 0xA0:
-			b = utf8.AppendRune(b, cp1252High[c-0x80])
+			b = utf8.AppendRune(b, latin1High[c-0x80])
 		default:
 			b = utf8.AppendRune(b, rune(c))
 		}

@@ -39,8 +39,8 @@ func TestPythonSpellings(t *testing.T) {
 	for i := range all {
 		all[i] = byte(i)
 	}
-	if got := decodeCP1252(string(all)); got != pyCP1252 {
-		t.Errorf("cp1252: %q, Python %q", got, pyCP1252)
+	if got := decodeLatin1(string(all)); got != pyLatin1 {
+		t.Errorf("latin1: %q, Python %q", got, pyLatin1)
 	}
 	if _, err := appendPyDecimal(nil, "1.234", 2); err == nil {
 		t.Error("a DECIMAL text with more digits than its scale was spelled")

@@ -10,8 +10,9 @@ else fails loudly (``UpstreamChangedError``, naming the package, its version and
 than running a patch over code it was not written for. ``tests/unit/compat`` runs the same checks,
 so an upgrade that changes patched code fails the unit tests first.
 
-* ``mysql_replication``: python-mysql-replication's DATE, DATETIME2 and TIME2 binlog decoding
-  (zero dates as MySQL's text, negative TIME2 with a fraction); applied by ``mysql/binlog/reader.py``.
+* ``mysql_replication``: python-mysql-replication's DATE, DATETIME2, TIME2 and latin1 string decoding
+  (zero dates as MySQL's text, negative TIME2 with a fraction, latin1 as the server reads it);
+  applied by ``mysql/binlog/reader.py``.
 * ``pyspark_daemon``: the daemon Spark forks its Python workers from, run without Spark's zips on
   ``sys.path``; Spark runs it (``spark.python.daemon.module``, set by ``spark/session.py``).
 

@@ -1,4 +1,4 @@
-"""python-mysql-replication's DATE, DATETIME2 and TIME2 binlog decoding, replaced.
+"""python-mysql-replication's DATE, DATETIME2, TIME2 and latin1 string binlog decoding, replaced.
 
 The library decodes column values in private, name-mangled methods of ``RowsEvent``
 (``__read_values_name`` dispatches on the column type), which ``patch_rows_event`` replaces:
@@ -8,8 +8,13 @@ The library decodes column values in private, name-mangled methods of ``RowsEven
   a date Python cannot hold; ``types.canonical_value`` turns that text into NULL for targets that
   cannot store it and keeps it for those that can (mysql/zero_dates.py). Valid dates decode as before.
 * TIME2: upstream is wrong for negative values with a fractional part (``-838:59:59.999999``).
+* Strings of latin1 columns: upstream decodes them with Python's strict ``cp1252``, which refuses
+  the five bytes Windows-1252 leaves unassigned, so a row holding one would stop its table; MySQL
+  reads them as C1 controls. The replacement decodes them with the function the caller passes
+  (core/charsets.py's, as this package imports nothing of sparkcdc's); strings of every other
+  character set go to upstream's method unchanged.
 
-Guarded (compat/guard.py): the release pinned in pyproject.toml, and the recorded source of the three
+Guarded (compat/guard.py): the release pinned in pyproject.toml, and the recorded source of the four
 replaced methods and of the two the replacements depend on — the dispatcher that calls them (were
 it to stop calling one, the replacement would silently stop applying) and ``__read_fsp``, which the
 DATETIME2 replacement calls.
@@ -28,13 +33,14 @@ from sparkcdc.compat.guard import Upstream, check
 
 __all__ = ["DIGESTS", "PATCH", "UPSTREAM", "check_upstream", "patch_rows_event", "upstream_sources"]
 
-PATCH = "mysql_replication (RowsEvent DATE, DATETIME2 and TIME2 decoding)"
+PATCH = "mysql_replication (RowsEvent DATE, DATETIME2, TIME2 and latin1 string decoding)"
 UPSTREAM = Upstream("mysql-replication", "==1.0.17")
 # sha256[:16] of each RowsEvent method's source (inspect.getsource) in the release above.
 DIGESTS = {
     "_RowsEvent__read_date": "65d751345dbae9e3",
     "_RowsEvent__read_datetime2": "9e8a5ca79a338fff",
     "_RowsEvent__read_time2": "05d86021ef4d9056",
+    "_RowsEvent__read_string": "c9e2338ae8f6178e",
     "_RowsEvent__read_values_name": "2a62ff64d01fbff0",
     "_RowsEvent__read_fsp": "908044d5321e96de",
 }
@@ -80,10 +86,26 @@ def _read_time2(self: Any, column: Any) -> dt.timedelta:
     return dt.timedelta(microseconds=-micros if negative else micros)
 
 
+# The names a latin1 column's charset has in the library: MySQL's own (a table map without
+# charsets, completed by mysql/binlog/reader.py) or PyMySQL's codec for it (the map's metadata).
+_LATIN1_NAMES = frozenset({"latin1", "cp1252"})
+
+
+# How latin1 bytes decode: set by ``patch_rows_event``.
+_LATIN1: dict[str, Callable[[bytes], str]] = {}
+
+
+def _read_string(self: Any, size: int, column: Any) -> Any:
+    if str(column.character_set_name or "").lower() not in _LATIN1_NAMES:
+        return _ORIGINALS["_RowsEvent__read_string"](self, size, column)
+    return _LATIN1["decode"](self.packet.read_length_coded_pascal_string(size))
+
+
 _REPLACEMENTS: dict[str, Callable[..., Any]] = {
     "_RowsEvent__read_date": _read_date,
     "_RowsEvent__read_datetime2": _read_datetime2,
     "_RowsEvent__read_time2": _read_time2,
+    "_RowsEvent__read_string": _read_string,
 }
 # The library's own methods, kept when replaced: the guard hashes upstream code, not ours.
 _ORIGINALS: dict[str, Any] = {}
@@ -107,9 +129,11 @@ def check_upstream() -> None:
     check(UPSTREAM, PATCH, upstream_sources(), DIGESTS)
 
 
-def patch_rows_event() -> None:
-    """Replace ``RowsEvent``'s DATE, DATETIME2 and TIME2 decoding (guarded; idempotent)."""
+def patch_rows_event(latin1: Callable[[bytes], str]) -> None:
+    """Replace ``RowsEvent``'s DATE, DATETIME2, TIME2 and latin1 string decoding, the latter by
+    ``latin1`` (guarded; idempotent)."""
     check_upstream()
+    _LATIN1["decode"] = latin1
     for name, replacement in _REPLACEMENTS.items():
         _ORIGINALS.setdefault(name, vars(RowsEvent)[name])
         setattr(RowsEvent, name, replacement)

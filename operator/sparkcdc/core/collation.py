@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sparkcdc.core.charsets import encode_mysql_latin1
 from sparkcdc.core.collation_tables import LATIN1_WEIGHTS
 
 __all__ = ["PadSpaceKey", "ValueSortKey", "collation_is_exact", "collation_sort_key", "column_sort_keys"]
@@ -123,19 +124,6 @@ def _is_no_pad(name: str) -> bool:
     return "_0900_" in name or "_nopad_" in name or name == "binary"
 
 
-def _latin1_bytes(text: str) -> bytes:
-    out = bytearray()
-    for ch in text:
-        try:
-            out += ch.encode("cp1252")
-        except UnicodeEncodeError:
-            code = ord(ch)
-            if code > 0xFF:
-                raise ValueError(f"character {ch!r} is not in MySQL's latin1") from None
-            out.append(code)  # 0x81, 0x8D, 0x8F, 0x90, 0x9D map to themselves
-    return bytes(out)
-
-
 def _encoder(charset: str) -> Callable[[Any], str | bytes]:
     """Value -> the representation whose natural order is the charset's binary order."""
     codec = _CHARSET_CODECS.get(charset, "utf-8")
@@ -146,7 +134,7 @@ def _encoder(charset: str) -> Callable[[Any], str | bytes]:
         if codec == "utf-8":
             return str(value)  # code point order == UTF-8 byte order
         if charset == "latin1":
-            return _latin1_bytes(str(value))
+            return encode_mysql_latin1(str(value))
         return str(value).encode(codec)
 
     return encode
@@ -268,7 +256,7 @@ def collation_is_exact(collation: str) -> bool:
 
 def _latin1_weights(table: bytes) -> Callable[[Any], bytes]:
     def weights(value: Any) -> bytes:
-        data = value if isinstance(value, bytes) else _latin1_bytes(str(value))
+        data = value if isinstance(value, bytes) else encode_mysql_latin1(str(value))
         return data.translate(table)
 
     return weights

@@ -46,13 +46,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from sparkcdc.core.charsets import decode_mysql_latin1
 from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.zero_dates import TEMPORAL, temporal_text
 
 if TYPE_CHECKING:
     from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["arrow_type", "binlog_row_to_canonical", "canonical_value", "python_codec"]
+__all__ = ["arrow_type", "binlog_row_to_canonical", "canonical_value", "decode_text", "python_codec"]
 
 UTC = dt.timezone.utc
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -62,12 +63,11 @@ TIME_TEXT = re.compile(r"^(?P<sign>-?)(?P<h>\d+):(?P<m>\d{1,2}):(?P<s>\d{1,2})(?
 _SIGNED_INTS = {8: pa.int8(), 16: pa.int16(), 24: pa.int32(), 32: pa.int32(), 64: pa.int64()}
 _UNSIGNED_INTS = {8: pa.int16(), 16: pa.int32(), 24: pa.int32(), 32: pa.int64()}
 
-# MySQL character set -> Python codec, for bytes that arrive undecoded.
+# MySQL character set -> Python codec, for bytes that arrive undecoded (latin1: ``decode_text``).
 _CODECS = {
     "utf8mb4": "utf-8",
     "utf8mb3": "utf-8",
     "utf8": "utf-8",
-    "latin1": "cp1252",
     "ascii": "ascii",
     "ucs2": "utf-16-be",
     "utf16": "utf-16-be",
@@ -80,6 +80,14 @@ _CODECS = {
 
 def python_codec(charset: str | None) -> str:
     return _CODECS.get((charset or "utf8mb4").lower(), charset or "utf-8")
+
+
+def decode_text(data: bytes, charset: str | None) -> str:
+    """Bytes of a column in ``charset`` as text: latin1 as the server reads it (core/charsets.py),
+    other character sets with Python's codec, bytes it cannot decode as U+FFFD."""
+    if (charset or "").lower() == "latin1":
+        return decode_mysql_latin1(data)
+    return data.decode(python_codec(charset), errors="replace")
 
 
 def arrow_type(column: Column) -> pa.DataType:
@@ -121,7 +129,7 @@ def arrow_type(column: Column) -> pa.DataType:
 
 def _text(value: Any, charset: str | None = None) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode(python_codec(charset), errors="replace")
+        return decode_text(bytes(value), charset)
     return str(value)
 
 

@@ -22,6 +22,7 @@ from harness.mariadb import binlog_offset
 from harness.type_table import create_without_geometry, write_changes_without_geometry
 from harness.waiting import wait_until
 from sparkcdc.core.catchup import CatchupRange, absorb
+from sparkcdc.core.charsets import decode_mysql_latin1
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
@@ -159,8 +160,10 @@ def test_rendered_lines_are_the_python_readers_lines(
     write_changes_without_geometry(mariadb, table, UNSPELLED)
     tricky = 'q"uote \\ back\nslash\t\x01\x1f\x7f \u2028 <&>'
     mariadb.execute(f"UPDATE {table} SET vc = %s, tx = %s WHERE id IN (1, 150)", (tricky, tricky[::-1]))
-    # latin1 is Windows-1252 to sparkcdc: bytes from 0x80 to 0x9F are other characters than latin1's.
-    mariadb.execute(f"UPDATE {table} SET lat = CONVERT(UNHEX('41808A9FA0FF09') USING latin1) WHERE id = 1")
+    # MySQL's latin1 is Windows-1252 (0x80 to 0x9F are not ISO latin-1's characters), its five
+    # unassigned bytes C1 controls (core/charsets.py).
+    latin1 = "41808A9FA0FF09818D8F909D"
+    mariadb.execute(f"UPDATE {table} SET lat = CONVERT(UNHEX('{latin1}') USING latin1) WHERE id = 1")
     stop = binlog_offset(mariadb)
     schema = source_schema(cfg, TableId(fresh_db, "types"))
     assert render_spec(schema) is not None, schema.columns
@@ -178,6 +181,55 @@ def test_rendered_lines_are_the_python_readers_lines(
     parsed = [r for log in logs for r in log]
     assert len(parsed) == len(python) == sum(map(len, logs))
     _assert_same_records(parsed, python)
+
+
+def test_every_latin1_byte_is_read_as_the_server_reads_it(
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+) -> None:
+    """The server's own reading of a latin1 column (what a snapshot and verify read) is what the
+    Python reader, the Go decoder's values (the JDBC path), its logged columns and its rendered
+    lines make of the binlog's bytes, for every byte: Python's cp1252 has no character for five."""
+    cfg = replace(source_config, tls_mode="disabled")
+    table = f"`{fresh_db}`.`lat`"
+    mariadb.execute(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(300) CHARACTER SET latin1,"
+        " t TEXT CHARACTER SET latin1)"
+    )
+    every, backwards = bytes(range(256)), bytes(range(255, -1, -1))
+    start = binlog_offset(mariadb)
+    mariadb.execute(
+        f"INSERT INTO {table} VALUES (1, CONVERT(UNHEX('{every.hex()}') USING latin1),"
+        f" CONVERT(UNHEX('{backwards.hex()}') USING latin1))"
+    )
+    stop = binlog_offset(mariadb)
+    server = {
+        "id": 1,
+        "v": mariadb.execute(f"SELECT v FROM {table}")[0][0],
+        "t": decode_mysql_latin1(backwards),
+    }
+    assert (
+        server["v"] == decode_mysql_latin1(every)
+        and mariadb.execute(f"SELECT t FROM {table}")[0][0] == server["t"]
+    )
+    schema = source_schema(cfg, TableId(fresh_db, "lat"))
+    assert render_spec(schema) is not None, schema.columns
+
+    python = [
+        r.data
+        for e in read_changes(cfg, 4312, start, stop, {schema.table: schema})
+        for r in changelog_records(e)
+    ]
+    assert python == [server]
+    batches = [i for i in _follow(binary, cfg, schema, start, stop) if isinstance(i, NativeBatch)]
+    assert [dict(b.changes[schema.table].upserts[(1,)]) for b in batches if schema.table in b.changes] == [
+        server
+    ]
+    for settings in (replace(SMALL, changes=True), replace(SMALL, changes=True, lines=True)):
+        items = _follow(binary, cfg, schema, start, stop, settings)
+        logged = [
+            r.data for i in items if isinstance(i, NativeBatch) for r in i.changelog.get(schema.table, ())
+        ]
+        assert logged == [server], settings
 
 
 def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(

@@ -17,6 +17,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from sparkcdc.compat import mysql_replication
 from sparkcdc.compat.guard import Upstream, UpstreamChangedError, installed_version, satisfies
+from sparkcdc.core.charsets import decode_mysql_latin1
 
 
 def test_the_installed_release_is_the_code_the_patch_was_written_for() -> None:
@@ -35,14 +36,15 @@ def test_the_binlog_reader_applies_the_patch() -> None:
 
     for name, replacement in mysql_replication._REPLACEMENTS.items():
         assert vars(RowsEvent)[name] is replacement
-    mysql_replication.patch_rows_event()  # idempotent, and the guard still hashes upstream's code
+    # Idempotent, and the guard still hashes upstream's code.
+    mysql_replication.patch_rows_event(latin1=decode_mysql_latin1)
     mysql_replication.check_upstream()
 
 
 def test_changed_upstream_code_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(mysql_replication.DIGESTS, "_RowsEvent__read_fsp", "0" * 16)
     with pytest.raises(UpstreamChangedError) as failure:
-        mysql_replication.patch_rows_event()
+        mysql_replication.patch_rows_event(latin1=decode_mysql_latin1)
     message = str(failure.value)
     assert "mysql-replication 1.0.17" in message and "_RowsEvent__read_fsp" in message
     assert "pip install 'mysql-replication==1.0.17'" in message
@@ -134,3 +136,38 @@ def test_time2_decodes_negative_values_with_a_fraction(
     found = mysql_replication._read_time2(event, _Column(fsp))
     magnitude = dt.timedelta(hours=hms[0], minutes=hms[1], seconds=hms[2], microseconds=micros)
     assert found == (-magnitude if negative else magnitude)
+
+
+class _StringColumn:
+    def __init__(self, charset: str | None) -> None:
+        self.character_set_name = charset
+
+
+def _pascal(data: bytes) -> bytes:
+    return len(data).to_bytes(1, "little") + data
+
+
+@pytest.mark.parametrize("charset", ["latin1", "cp1252", "LATIN1"])
+def test_latin1_strings_decode_every_byte_as_the_server_reads_it(charset: str) -> None:
+    """Python's strict cp1252 refuses 0x81, 0x8D, 0x8F, 0x90 and 0x9D; MySQL reads them as C1 controls."""
+    every = bytes(range(256))
+    mysql_replication.patch_rows_event(latin1=decode_mysql_latin1)
+    event = _event(_pascal(every[:128]) + _pascal(every[128:]))
+    column = _StringColumn(charset)
+    text = mysql_replication._read_string(event, 1, column) + mysql_replication._read_string(event, 1, column)
+    assert len(text) == 256 and text[:0x81] == every[:0x81].decode("cp1252")
+    assert [text[b] for b in (0x81, 0x8D, 0x8F, 0x90, 0x9D)] == ["\x81", "\x8d", "\x8f", "\x90", "\x9d"]
+    assert text[0x80] == "\u20ac" and text[0x9F] == "\u0178" and text[0xFF] == "\u00ff"
+
+
+@pytest.mark.parametrize(
+    ("charset", "data"), [("utf8", "h\u00e9".encode()), (None, b"plain"), ("koi8r", b"\xc1")]
+)
+def test_strings_of_other_charsets_decode_as_upstream_does(charset: str | None, data: bytes) -> None:
+    mysql_replication.patch_rows_event(latin1=decode_mysql_latin1)
+    upstream = mysql_replication._ORIGINALS["_RowsEvent__read_string"]
+    column = _StringColumn(charset)
+    events = [_event(_pascal(data)), _event(_pascal(data))]
+    for event in events:
+        event._ignore_decode_errors = False  # the stream's setting, as sparkcdc opens it
+    assert mysql_replication._read_string(events[0], 1, column) == upstream(events[1], 1, column)

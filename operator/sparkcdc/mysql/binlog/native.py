@@ -48,7 +48,7 @@ from sparkcdc.mysql.columns import Column, Family
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
-from sparkcdc.mysql.types import canonical_value, python_codec
+from sparkcdc.mysql.types import canonical_value, decode_text
 from sparkcdc.mysql.zero_dates import rendered_text
 from sparkcdc.paths import BINLOGDEC_DIR
 
@@ -184,8 +184,8 @@ def _column_converter(column: Column) -> Callable[[Values], Values] | None:
     if family is Family.DECIMAL:
         return _decimals(int(column.scale or 0))
     if family is Family.STRING:  # text in another character set: canonical_value's decoding
-        codec = python_codec(column.charset)
-        return lambda values: [None if v is None else a2b_base64(v).decode(codec, "replace") for v in values]
+        charset = column.charset
+        return lambda values: [None if v is None else decode_text(a2b_base64(v), charset) for v in values]
     if family in _BYTES:
         return _each(lambda v: canonical_value(column, base64.b64decode(v)))
     return _each(lambda v: canonical_value(column, v))

@@ -42,6 +42,7 @@ from pymysqlreplication.row_event import (
 )
 
 from sparkcdc.compat.mysql_replication import patch_rows_event
+from sparkcdc.core.charsets import decode_mysql_latin1
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
@@ -97,9 +98,10 @@ _EVENTS = [
 _MAX_LOSSES = 2
 
 
-# Zero dates as MySQL's text and exact negative TIME2 values, in every process that reads the
-# binlog with the library (executor tasks import this module too): compat/mysql_replication.py.
-patch_rows_event()
+# Zero dates as MySQL's text, exact negative TIME2 values and latin1 as the server reads it, in
+# every process that reads the binlog with the library (executor tasks import this module too):
+# compat/mysql_replication.py.
+patch_rows_event(latin1=decode_mysql_latin1)
 
 
 def complete_column(lib_col: Any, col: Column) -> None:

@@ -54,7 +54,7 @@ def _kind(column: Column) -> str | None:
         charset = (column.charset or "").lower()
         if charset in UTF8_CHARSETS:
             return "text"
-        return "latin1" if charset == "latin1" and family is Family.STRING else None  # types.py: cp1252
+        return "latin1" if charset == "latin1" and family is Family.STRING else None  # core/charsets.py
     return _SIMPLE.get(family)
 
 
