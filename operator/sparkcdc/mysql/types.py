@@ -53,7 +53,7 @@ from sparkcdc.mysql.zero_dates import TEMPORAL, temporal_text
 if TYPE_CHECKING:
     from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["arrow_type", "binlog_row_to_canonical", "canonical_value", "decode_text", "python_codec"]
+__all__ = ["arrow_type", "binlog_row_to_canonical", "canonical_value", "decode_text"]
 
 UTC = dt.timezone.utc
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -63,7 +63,8 @@ TIME_TEXT = re.compile(r"^(?P<sign>-?)(?P<h>\d+):(?P<m>\d{1,2}):(?P<s>\d{1,2})(?
 _SIGNED_INTS = {8: pa.int8(), 16: pa.int16(), 24: pa.int32(), 32: pa.int32(), 64: pa.int64()}
 _UNSIGNED_INTS = {8: pa.int16(), 16: pa.int32(), 24: pa.int32(), 32: pa.int64()}
 
-# MySQL character set -> Python codec, for bytes that arrive undecoded (latin1: ``decode_text``).
+# MySQL character set -> Python codec, for bytes that arrive undecoded (latin1 is none of Python's:
+# ``decode_text``).
 _CODECS = {
     "utf8mb4": "utf-8",
     "utf8mb3": "utf-8",
@@ -78,7 +79,7 @@ _CODECS = {
 }
 
 
-def python_codec(charset: str | None) -> str:
+def _python_codec(charset: str | None) -> str:
     return _CODECS.get((charset or "utf8mb4").lower(), charset or "utf-8")
 
 
@@ -87,7 +88,7 @@ def decode_text(data: bytes, charset: str | None) -> str:
     other character sets with Python's codec, bytes it cannot decode as U+FFFD."""
     if (charset or "").lower() == "latin1":
         return decode_mysql_latin1(data)
-    return data.decode(python_codec(charset), errors="replace")
+    return data.decode(_python_codec(charset), errors="replace")
 
 
 def arrow_type(column: Column) -> pa.DataType:
