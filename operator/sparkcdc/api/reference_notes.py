@@ -55,9 +55,13 @@ SELECT) and follows, for parents and children that are both captured:
 `RESTRICT` and `NO ACTION` need nothing: the source refuses the parent change while children
 exist. The JDBC sinks (MySQL/MariaDB, PostgreSQL) run each cascade as a predicate write
 (`DELETE FROM child WHERE (fk) IN (…)`, `UPDATE child SET fk = … WHERE …`, a grandchild reached
-through a subquery on the child) at the parent event's place in the batch, and apply a batch
-that carries cascades in one transaction, so the replica never shows a child whose parent is
-gone. While cascades are followed the parallel catch-up is off (its ranges lose the order).
+through a subquery on the child) at the parent event's place in the batch, and apply each batch
+of such a pipeline in one transaction, so the replica never shows a child whose parent is gone.
+That transaction also records the batch's end in the sink database's `sparkcdc_applied` table
+(`pipeline`, the source server's ids, `through`): a batch replayed after a driver was killed
+between the sink's commit and its checkpoint is cut to what the sink does not hold yet, because a
+cascade replayed over the sink's later state would miss a grandchild that the replay writes again.
+While cascades are followed the parallel catch-up is off (its ranges lose the order).
 
 Named in a warning at the start of the binlog phase, and not followed:
 

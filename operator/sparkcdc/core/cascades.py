@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sparkcdc.core.events import ChangeEvent, Op, Row
+from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 
-__all__ = ["Cascade", "ForeignKey", "Hop", "ReferentialPlan", "segments"]
+__all__ = ["Cascade", "ForeignKey", "Hop", "ReferentialPlan", "segments", "unapplied"]
 
 CASCADE, SET_NULL, SET_DEFAULT = "CASCADE", "SET NULL", "SET DEFAULT"
 
@@ -286,3 +287,17 @@ def segments(
         runs[-1][0].append(cascade)
     runs[-1][1].extend(events[position:])
     return [r for r in runs if r[0] or r[1]]
+
+
+def unapplied(
+    events: Sequence[ChangeEvent], marks: Sequence[tuple[int, Cascade]], through: BinlogOffset | None
+) -> tuple[Sequence[ChangeEvent], list[tuple[int, Cascade]]]:
+    """A batch without what the sink already holds: the events up to ``through`` (a batch end the
+    sink recorded) and the cascades placed among them. Replaying those is not idempotent: a
+    cascade of two hops finds its rows through a table the first application already changed."""
+    if through is None:
+        return events, list(marks)
+    cut = 0
+    while cut < len(events) and not events[cut].offset > through:
+        cut += 1  # the batch is in stream order: what the sink holds is a prefix
+    return events[cut:], [(at - cut, cascade) for at, cascade in marks if at > cut]

@@ -3,8 +3,11 @@
 At start the captured tables' foreign keys are read and planned; each warning (a parent not
 captured, an action that cannot be followed, a sink without predicate writes) is reported once.
 While streaming, every parent event that cascades places its ``Cascade``s after it in the batch
-(``mark``), and a batch with cascades is applied in one sink transaction as its segments: each
-segment's cascades, then its events' net effect per table.
+(``mark``), and every batch of such a pipeline is applied in one sink transaction as its segments:
+each segment's cascades, then its events' net effect per table. The transaction also records the
+batch's end in the sink (sinks/jdbc/applied.py), and a batch replayed after a kill is first cut to
+what the sink does not hold yet (``core.cascades.unapplied``): a cascade of two hops replayed over
+the sink's later state would miss the rows the replay writes again.
 
 A cascade is followed only once every table it reads or writes has left the snapshot's
 transition (the stream is past the table's last split high watermark): before that, part of the
@@ -16,13 +19,14 @@ those inside a split's own watermark window, are named in a warning (docs/refere
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
-from sparkcdc.core.cascades import Cascade, ReferentialPlan, segments
+from sparkcdc.core.cascades import Cascade, ReferentialPlan, segments, unapplied
 from sparkcdc.core.event_filter import BinlogSplitFilter
 from sparkcdc.core.events import ChangeEvent
 from sparkcdc.core.microbatch import build_batch
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.core.source_identity import SourceIdentity
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.mysql.connection import SourceConfig, connect
@@ -41,6 +45,12 @@ class CascadingSink(Protocol):
     def batch_transaction(self) -> Any: ...
 
     def apply_cascades(self, cascades: Sequence[Cascade], names: Mapping[TableId, str]) -> None: ...
+
+    def track_applied(self) -> None: ...
+
+    def applied_through(self) -> tuple[str, str] | None: ...
+
+    def mark_applied(self, source: str, through: str) -> None: ...
 
 
 def _followable(schemas: Mapping[TableId, TableSchema]) -> Callable[[TableId], bool]:
@@ -78,6 +88,8 @@ class CascadeFollower:
                 f"{', '.join(sorted(str(t) for t in plan.tables))}; use a jdbc sink for an exact replica"
             )
             plan = ReferentialPlan((), ())
+        if plan:
+            cast(CascadingSink, sink).track_applied()
         self.plan = plan
         self._skipped: set[TableId] = set()
 
@@ -116,19 +128,34 @@ class CascadeFollower:
         marks: Sequence[tuple[int, Cascade]],
         schemas: Mapping[TableId, TableSchema],
         end: BinlogOffset,
+        source: SourceIdentity | None,
     ) -> None:
-        """Apply a batch with cascades in one sink transaction, segment by segment."""
+        """Apply a batch in one sink transaction, segment by segment, without what the sink holds
+        already, and record its end there (module docstring)."""
         sink = self._sink
         assert isinstance(sink, CascadingSink)
         names = {t: s.sink_name for t, s in schemas.items()}
         row_keys = {t: s.row_key for t, s in schemas.items()}
+        server = _server(source)
         with sink.batch_transaction():
+            applied = sink.applied_through()
+            through = BinlogOffset.parse(applied[1]) if applied is not None and applied[0] == server else None
+            events, marks = unapplied(events, marks, through)
             for cascades, segment in segments(events, marks):
                 if cascades:
                     sink.apply_cascades(cascades, names)
                 for changes in build_batch(segment, row_keys, end=end):
                     schema = schemas[changes.table]
                     self._sink.apply_changes(sink_schema(schema), sink_changes(schema, changes))
+            sink.mark_applied(server, str(end))
+
+
+def _server(source: SourceIdentity | None) -> str:
+    """The source server whose positions the sink's record holds (offsets of another server do
+    not compare): its ids, never its address."""
+    if source is None:
+        return ""
+    return f"{source.server_id}:{source.server_uuid}:{source.gtid_domain_id}"
 
 
 def _settled(event_filter: BinlogSplitFilter, table: TableId, offset: BinlogOffset) -> bool:

@@ -263,9 +263,10 @@ class PythonLive:
         checkpoint = self._state.interleaved.commit(
             checkpoint, end, due, batch.open_events, self._state.failures.fail
         )
-        if marks and follower is not None:
+        if follower and batch.events:  # every batch: a replayed one is cut to what the sink lacks
+            source = checkpoint.source
             self._state.failures.apply_cascading(
-                lambda events, kept: follower.apply(events, kept, self._state.schemas, end),
+                lambda events, kept: follower.apply(events, kept, self._state.schemas, end, source),
                 batch.events,
                 marks,
                 end,

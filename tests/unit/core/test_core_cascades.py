@@ -3,7 +3,7 @@ batch with cascades is cut into segments (core/cascades.py)."""
 
 from __future__ import annotations
 
-from sparkcdc.core.cascades import Cascade, ForeignKey, Hop, ReferentialPlan, segments
+from sparkcdc.core.cascades import Cascade, ForeignKey, Hop, ReferentialPlan, segments, unapplied
 from sparkcdc.core.events import ChangeEvent, Op
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
@@ -79,3 +79,26 @@ def test_segments_keep_cascades_after_events_on_their_tables() -> None:
     ]
     # Nothing before it touches task: the cascade runs first, with the parent's delete after it.
     assert segments([other, del_dept], [(2, cascade)]) == [([cascade], [other, del_dept])]
+
+
+def test_a_replayed_batch_drops_the_events_and_cascades_the_sink_holds() -> None:
+    def at(pos: int, table: TableId, op: Op, row: dict[str, object]) -> ChangeEvent:
+        before, after = (row, None) if op is Op.DELETE else (None, row)
+        return ChangeEvent(table, op, before, after, BinlogOffset("b.000001", pos))
+
+    events = [
+        at(110, TASK, Op.INSERT, {"id": 1, "emp_id": 3}),
+        at(120, DEPT, Op.DELETE, {"id": 7}),
+        at(210, EMP, Op.INSERT, {"id": 4, "dept_id": 2}),
+        at(220, DEPT, Op.DELETE, {"id": 2}),
+    ]
+    first = Cascade("delete", (Hop(EMP, ("dept_id",), DEPT, ("id",)),), (7,))
+    second = Cascade("delete", (Hop(EMP, ("dept_id",), DEPT, ("id",)),), (2,))
+    marks = [(2, first), (4, second)]
+    assert unapplied(events, marks, None) == (events, marks)
+    # The sink holds the batch up to 150 (a transaction's end): its events and their cascades go.
+    assert unapplied(events, marks, BinlogOffset("b.000001", 150)) == (events[2:], [(2, second)])
+    assert unapplied(events, marks, BinlogOffset("b.000001", 220)) == ([], [])
+    assert unapplied(events, marks, BinlogOffset("b.000001", 100)) == (events, marks)
+    # Positions of a later binlog file are past all of these.
+    assert unapplied(events, marks, BinlogOffset("b.000002", 4)) == ([], [])

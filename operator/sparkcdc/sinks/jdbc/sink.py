@@ -29,6 +29,7 @@ from sparkcdc.core.table_errors import DataError, classify
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import ColumnChanges, Sink, SinkError, TableChanges, TableDataError
+from sparkcdc.sinks.jdbc.applied import ensure_applied_table, read_applied, write_applied
 from sparkcdc.sinks.jdbc.bulk_load import BulkLoader
 from sparkcdc.sinks.jdbc.cascade_sql import cascade_statements
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
@@ -135,6 +136,26 @@ class JdbcSink(Sink):
                 yield
             finally:
                 self._shared = None
+
+    def track_applied(self) -> None:
+        """Keep how far the binlog batches are (sinks/jdbc/applied.py), for a pipeline whose
+        batches are written whole by ``batch_transaction``; in a transaction of its own."""
+        if self._config.fence is not None:
+            with self._transaction() as cur:
+                ensure_applied_table(cur, self._dialect)
+
+    def applied_through(self) -> tuple[str, str] | None:
+        """In ``batch_transaction``: the (source, offset) the batches were last written through."""
+        fence = self._config.fence
+        if fence is None or self._shared is None:
+            return None
+        return read_applied(self._shared, self._dialect, fence.pipeline)
+
+    def mark_applied(self, source: str, through: str) -> None:
+        """In ``batch_transaction``: the batch being written ends at ``through`` of ``source``."""
+        fence = self._config.fence
+        if fence is not None and self._shared is not None:
+            write_applied(self._shared, self._dialect, fence.pipeline, source, through)
 
     def apply_cascades(self, cascades: Sequence[Cascade], names: Mapping[TableId, str]) -> None:
         """Run referential actions (core/cascades.py) as predicate writes; ``names`` maps each
