@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sparkcdc.sinks.jdbc.fence import create_missing_table
+
 if TYPE_CHECKING:
     from sparkcdc.sinks.jdbc.dialects import Dialect
 
@@ -27,9 +29,7 @@ _COLUMNS = (
 
 
 def ensure_applied_table(cur: Any, dialect: Dialect) -> None:
-    # Only when missing: even CREATE ... IF NOT EXISTS is written to a MySQL binlog.
-    if not dialect.table_exists(cur, APPLIED_TABLE):
-        cur.execute(f"CREATE TABLE IF NOT EXISTS {dialect.quote(APPLIED_TABLE)} ({_COLUMNS})")
+    create_missing_table(cur, dialect, APPLIED_TABLE, _COLUMNS)
 
 
 def read_applied(cur: Any, dialect: Dialect, pipeline: str) -> tuple[str, str] | None:

@@ -32,6 +32,7 @@ __all__ = [
     "SinkFencedError",
     "check_fence",
     "claim_fence",
+    "create_missing_table",
     "ensure_fence_table",
     "fenced_message",
 ]
@@ -49,9 +50,14 @@ class SinkFencedError(SinkError, FencedError):
 
 
 def ensure_fence_table(cur: Any, dialect: Dialect) -> None:
-    # Only when missing: even CREATE ... IF NOT EXISTS is written to a MySQL binlog.
-    if not dialect.table_exists(cur, FENCE_TABLE):
-        cur.execute(f"CREATE TABLE IF NOT EXISTS {dialect.quote(FENCE_TABLE)} ({_COLUMNS})")
+    create_missing_table(cur, dialect, FENCE_TABLE, _COLUMNS)
+
+
+def create_missing_table(cur: Any, dialect: Dialect, table: str, columns: str) -> None:
+    """One of sparkcdc's own tables in the sink, created only when missing: even CREATE ... IF NOT
+    EXISTS is written to a MySQL binlog."""
+    if not dialect.table_exists(cur, table):
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {dialect.quote(table)} ({columns})")
 
 
 def claim_fence(cur: Any, dialect: Dialect, fence: Fence, where: str) -> None:
