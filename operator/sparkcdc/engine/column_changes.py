@@ -24,7 +24,9 @@ definition, loaded after the statement, as after a crash between the target's ch
 checkpoint past a MODIFY, or a MODIFY made while the pipeline was stopped — whether the change kept
 every value cannot be told any more, and the table stops. A rename met with the later definition
 (its new name already there) is followed by name; rows decoded since the stream started were
-decoded with the later names, which the consumer checks (``Evolution.decoded_late``).
+decoded with the later names, which the consumer checks (``Evolution.decoded_late``). A key column
+a later statement renamed or dropped is missing from the reloaded definition: the key as of the
+statement is the previous one, and the later statement is judged where the stream meets it.
 """
 
 from __future__ import annotations
@@ -164,11 +166,21 @@ def evolve(
         # Met with the later definition, the key already has its new names.
         return list(keys) if late else [renames.get(k.lower(), k) for k in keys]
 
-    if mapped(old.row_key) != list(new.row_key) or mapped(old.chunk_key) != list(new.chunk_key):
-        raise SourceError(f"its key changed from {list(old.row_key)} to {list(new.row_key)}")
     for name in entry.dropped:
         if name in old.row_key:
             raise SourceError(f"key column {name!r} was dropped")
+    if any(_find(new, k) is None for k in mapped(old.row_key)):
+        # A later statement renamed or dropped a key column (the stream lags): the key as of this
+        # statement is the previous one, under this statement's names; that statement is judged
+        # where the stream meets it.
+        new = replace(
+            new,
+            row_key=tuple(mapped(old.row_key)),
+            chunk_key=tuple(mapped(old.chunk_key)),
+            primary_key=tuple(mapped(old.primary_key)),
+        )
+    elif mapped(old.row_key) != list(new.row_key) or mapped(old.chunk_key) != list(new.chunk_key):
+        raise SourceError(f"its key changed from {list(old.row_key)} to {list(new.row_key)}")
     _check_added(entry, new)
     altered = _altered(entry, old, new, loaded_before)
     defaults = column_defaults(conn, entry.table, detect_flavor(conn).is_mariadb) if entry.added else {}

@@ -115,3 +115,29 @@ def test_statements_judged_behind_the_source(mariadb: MariaDBServer, fresh_db: s
     with pytest.raises(SourceError, match="added column 'c' is smallint"):
         evolve(conn, _entry(add, fresh_db), widened.schema, None, loaded_before=True)
     assert table == widened.table
+
+
+def test_a_key_column_renamed_by_a_later_statement(mariadb: MariaDBServer, fresh_db: str, conn: Any) -> None:
+    """A stream lagging behind a later rename of the key column meets the key under its later name
+    in the reloaded definition: the statement before is followed with the key as of its time, and
+    the rename judged where it comes (a key change here would have stopped the table)."""
+    _table, old = _setup(mariadb, fresh_db, conn)
+    first = "ALTER TABLE t RENAME COLUMN v TO w, ADD c INT DEFAULT 3"
+    second = "ALTER TABLE t RENAME COLUMN id TO tid"
+    for sql in (first, second):
+        mariadb.execute(sql.replace("ALTER TABLE t", f"ALTER TABLE `{fresh_db}`.t"))
+    evolution = evolve(conn, _entry(first, fresh_db), old, None, loaded_before=True)
+    schema = evolution.schema
+    assert (schema.row_key, schema.chunk_key, schema.primary_key) == (("id",), ("id",), ("id",))
+    assert evolution.renamed == (("v", "w"),) and [a.column.name for a in evolution.added] == ["c"]
+    assert set(schema.column_names) == {"id", "w", "n", "d", "c"}
+    renamed = evolve(conn, _entry(second, fresh_db), schema, None, loaded_before=True)
+    assert renamed.renamed == (("id", "tid"),)
+    assert (renamed.schema.row_key, renamed.schema.primary_key) == (("tid",), ("tid",))
+
+    # A key column dropped by a later statement is judged there too; the earlier ADD is followed.
+    mariadb.execute(f"ALTER TABLE `{fresh_db}`.t ADD e INT")
+    mariadb.execute(f"ALTER TABLE `{fresh_db}`.t DROP PRIMARY KEY, DROP COLUMN tid, ADD PRIMARY KEY (n)")
+    add = _entry("ALTER TABLE t ADD e INT", fresh_db)
+    added = evolve(conn, add, renamed.schema, None, loaded_before=True)
+    assert added.schema.row_key == ("tid",) and "tid" in added.schema.column_names
