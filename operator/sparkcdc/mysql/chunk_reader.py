@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import ssl
@@ -32,11 +33,16 @@ from sparkcdc.mysql.sql import (
 from sparkcdc.mysql.tls import TlsSettings
 from sparkcdc.mysql.types import canonical_value
 
-_connectorx: Any
-try:  # the fast path; PyMySQL reads every split without it
-    _connectorx = importlib.import_module("connectorx")
-except ImportError:  # pragma: no cover - connectorx is a dependency
-    _connectorx = None
+
+@functools.cache
+def _connectorx() -> Any:
+    """connectorx, the fast path (PyMySQL reads every split without it); imported on first use:
+    it takes a quarter of a second, which every ``sparkcdc run`` paid though only splits use it."""
+    try:
+        return importlib.import_module("connectorx")
+    except ImportError:  # pragma: no cover - connectorx is a dependency
+        return None
+
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +92,7 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[An
 def _connectorx_url(conn: Any, reader: str = "auto") -> str | None:
     """The ConnectorX URL of ``conn``'s server and account, or None when PyMySQL must read
     (``reader`` is ``SourceConfig.chunk_reader``)."""
-    if _connectorx is None or reader == "pymysql":
+    if reader == "pymysql" or _connectorx() is None:
         return None
     if not isinstance(conn, pymysql.connections.Connection) or getattr(conn, "unix_socket", None):
         return None
@@ -165,7 +171,8 @@ def _connectorx_expression(column: Column, native_temporals: bool) -> str:
 
 def _read_connectorx(url: str, conn: Any, schema: TableSchema, split: SnapshotSplit) -> pa.Table | None:
     """The split as one canonical table, or None when ConnectorX failed (PyMySQL reads instead)."""
-    assert _connectorx is not None
+    connectorx = _connectorx()
+    assert connectorx is not None
     where, params = range_predicate(schema.chunk_key_columns, split.start, split.end)
     has_temporals = any(c.family in _NATIVE_TEMPORALS for c in schema.columns)
     for native in (True, False):
@@ -175,7 +182,7 @@ def _read_connectorx(url: str, conn: Any, schema: TableSchema, split: SnapshotSp
         with conn.cursor(pymysql.cursors.Cursor) as cur:
             sql = cur.mogrify(f"SELECT {select} FROM {table_name(schema.table)} WHERE {where}", params)
         try:
-            raw = _connectorx.read_sql(
+            raw = connectorx.read_sql(
                 url, sql, return_type="arrow", pre_execution_query=["SET time_zone = '+00:00'"]
             )
         except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException (a BaseException)
