@@ -17,7 +17,8 @@
 // numbers, BIT as an unsigned number, ENUM index, SET bitmask, DECIMAL and temporal values as the text the
 // decoder renders (TIMESTAMP in UTC), strings of the "text" (UTF-8) columns as JSON strings, every other
 // string or byte value base64-encoded. Errors go to stderr with exit code 1. In follow mode a table
-// may ask for "render": the changelog's own lines instead of values (linelog.go).
+// may ask for "render": the changelog's own lines instead of values (linelog.go), or "load": the
+// upserts' LOAD DATA text beside them (loadtext.go).
 //
 // Most images of a backlog are superseded by a later one for the same key, so images are not decoded
 // while streaming: they are cut out of their rows event by the column widths, keyed by their raw key
@@ -55,6 +56,8 @@ type tableSpec struct {
 	Names []string `json:"names"`
 	// Set in log mode: the changelog's lines rendered here (linelog.go).
 	Render *renderSpec `json:"render"`
+	// Set in follow mode, reduced: the upserts' load text as well (loadtext.go).
+	Load *renderSpec `json:"load"`
 }
 
 type request struct {
@@ -130,6 +133,12 @@ func answerWith(open []byte, tables map[string]*reduced, events int, flavor stri
 			continue
 		} else if t.log {
 			out = append(append(out, append(b, `,"changes":[`...)), rows.changes.pieces...)
+		} else if t.spec.Load != nil {
+			b = strconv.AppendInt(append(b, `,"load":`...), int64(rows.load.size()), 10)
+			b = strconv.AppendInt(append(b, `,"rows":`...), int64(rows.load.rows), 10)
+			b = strconv.AppendInt(append(b, `,"json":`...), int64(rows.upserts.size()), 10)
+			out = append(append(out, append(b, `,"deletes":[`...)), rows.deletes.pieces...)
+			after = append(append(after, rows.load.pieces...), rows.upserts.pieces...)
 		} else {
 			out = append(append(out, append(b, `,"upserts":[`...)), rows.upserts.pieces...)
 			out = append(append(out, []byte(`],"deletes":[`)), rows.deletes.pieces...)

@@ -149,6 +149,7 @@ func (l *rowList) done(b []byte) { l.pieces[len(l.pieces)-1] = b }
 // tableOut collects one table's answer.
 type tableOut struct {
 	upserts, deletes rowList
+	load             rowList  // the upserts' load text, with "load" (loadtext.go)
 	changes          rowList  // log mode (changelog.go)
 	lines            *lineLog // log mode, rendered (linelog.go)
 }
@@ -163,10 +164,10 @@ func (r *reduced) render(flavor string, out *tableOut) error {
 	}
 	upserts, deletes, order := r.survivors()
 	for _, m := range order {
-		if err := r.renderImages(flavor, m, false, upserts[m], &out.upserts); err != nil {
+		if err := r.renderImages(flavor, m, false, upserts[m], &out.upserts, &out.load); err != nil {
 			return err
 		}
-		if err := r.renderImages(flavor, m, true, deletes[m], &out.deletes); err != nil {
+		if err := r.renderImages(flavor, m, true, deletes[m], &out.deletes, nil); err != nil {
 			return err
 		}
 	}
@@ -198,8 +199,10 @@ func (r *reduced) survivors() (upserts, deletes map[*tableMap][][]byte, order []
 }
 
 // renderImages decodes images of one table map, of the key columns alone if keyOnly, in chunks,
-// and appends their rows (or keys) to out.
-func (r *reduced) renderImages(flavor string, m *tableMap, keyOnly bool, images [][]byte, out *rowList) error {
+// and appends their rows (or keys) to out, and with "load" their load text to load.
+func (r *reduced) renderImages(
+	flavor string, m *tableMap, keyOnly bool, images [][]byte, out *rowList, load *rowList,
+) error {
 	if len(images) == 0 {
 		return nil
 	}
@@ -224,6 +227,11 @@ func (r *reduced) renderImages(flavor string, m *tableMap, keyOnly bool, images 
 		for _, values := range rows {
 			if err := r.appendRow(out, values, d.types, columns, at); err != nil {
 				return err
+			}
+			if load != nil && r.spec.Load != nil {
+				if err := appendLoadRow(load, r.spec.Load, values); err != nil {
+					return err
+				}
 			}
 		}
 		start = end

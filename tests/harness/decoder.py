@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
+from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
 from sparkcdc.mysql.binlog.native import decoder_path
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
@@ -24,3 +26,31 @@ def source_schema(cfg: SourceConfig, table: TableId) -> TableSchema:
         return load_table_schema(conn, table)
     finally:
         conn.close()
+
+
+SMALL = FollowSettings(batch_events=50, batch_millis=200, heartbeat_seconds=5)
+
+
+def follow_items(
+    binary: Path,
+    cfg: SourceConfig,
+    schema: TableSchema,
+    start: BinlogOffset,
+    until: BinlogOffset,
+    settings: FollowSettings = SMALL,
+) -> list[NativeBatch | NativeDdl | NativeStopped]:
+    """What the follower answers from ``start`` until a batch reaches ``until`` or it stops."""
+    follower = NativeFollower(binary, cfg, 4301, {schema.table: schema}, start, "mariadb", settings)
+    follower.start()
+    items: list[NativeBatch | NativeDdl | NativeStopped] = []
+    try:
+        for _ in range(600):
+            item = follower.get(0.1)
+            if item is None:
+                continue
+            items.append(item)
+            if isinstance(item, NativeStopped) or (isinstance(item, NativeBatch) and item.end >= until):
+                break
+    finally:
+        follower.close()
+    return items

@@ -10,52 +10,95 @@ the columns: a sink asks for ``columns`` and writes them; any other reader — a
 rewriting rows, a sink that writes rows, a later batch absorbed into this one — reads or changes
 it as the mapping it is, and the rows are made once, on that first use, after which the columns
 are gone (they would no longer say what the mapping holds).
+
+Where the JDBC sink loads rows with ``LOAD DATA``, the decoder also renders the images as the
+text that statement reads (binlogdec/loadtext.go): ``load_text``. The columns are then made only
+when something asks for them — the sink when the load falls back to ``INSERT``, any other reader
+of the mapping — from a function given instead of the columns; the text, like the columns, is
+dropped once the images were read as rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from typing import Any, NamedTuple
 
 from sparkcdc.core.events import Row
 from sparkcdc.core.splits import Key
 
-__all__ = ["ImageColumns"]
+__all__ = ["ImageColumns", "LoadText"]
+
+
+Columns = Sequence[Sequence[Any]]
+
+
+class LoadText(NamedTuple):
+    """The images as ``LOAD DATA``'s text (sinks/jdbc/bulk_load.py), one line per image."""
+
+    text: bytes
+    rows: int
 
 
 class ImageColumns(MutableMapping[Key, Row]):
-    """Rows given as ``columns`` (one sequence per name, all as long), keyed by the values at
-    ``key_at``; no two rows may have the same key."""
+    """Rows given as ``columns`` (one sequence per name, all as long; or a function that makes
+    them, called once, when first needed), keyed by the values at ``key_at``; no two rows may have
+    the same key. ``load``: the same rows as load text."""
 
-    def __init__(self, names: Sequence[str], columns: Sequence[Sequence[Any]], key_at: Sequence[int]) -> None:
-        if len(names) != len(columns) or len({len(c) for c in columns}) > 1:
-            raise ValueError("image columns need one column per name, all of the same length")
+    def __init__(
+        self,
+        names: Sequence[str],
+        columns: Columns | Callable[[], Columns],
+        key_at: Sequence[int],
+        load: LoadText | None = None,
+    ) -> None:
         self.names = tuple(names)
-        self._columns: Sequence[Sequence[Any]] | None = columns
+        self._load = load
+        self._make = columns if callable(columns) else None
+        self._columns: Columns | None = None
+        if not callable(columns):
+            self._columns = self._checked(columns)
         self._key_at = tuple(key_at)
         self._rows: dict[Key, Row] | None = None
 
+    def _checked(self, columns: Columns) -> Columns:
+        if len(self.names) != len(columns) or len({len(c) for c in columns}) > 1:
+            raise ValueError("image columns need one column per name, all of the same length")
+        if self._load is not None and columns and len(columns[0]) != self._load.rows:
+            raise ValueError("image columns hold other rows than their load text")
+        return columns
+
     @property
-    def columns(self) -> Sequence[Sequence[Any]] | None:
+    def columns(self) -> Columns | None:
         """The images column by column, in ``names`` order; None once they were read as rows."""
+        if self._make is not None and self._rows is None:
+            make, self._make = self._make, None
+            self._columns = self._checked(make())
         return self._columns
+
+    @property
+    def load_text(self) -> LoadText | None:
+        """The images as load text, while they were not read as rows."""
+        return self._load
 
     def rows(self) -> dict[Key, Row]:
         """The images as rows by key (made on the first call; the columns are dropped then)."""
         if self._rows is None:
-            columns = self._columns or [()] * len(self.names)
+            columns = self.columns or [()] * len(self.names)
             keys = zip(*(columns[i] for i in self._key_at), strict=True)
             images = (dict(zip(self.names, values, strict=True)) for values in zip(*columns, strict=True))
             self._rows = dict(zip(keys, images, strict=True))
             if len(self._rows) != (len(columns[0]) if columns else 0):
                 raise ValueError("image columns hold two rows of the same key")
-            self._columns = None
+            self._columns, self._load = None, None
         return self._rows
 
     def __len__(self) -> int:
-        if self._columns is not None:
-            return len(self._columns[0]) if self._columns else 0
-        return len(self.rows())
+        if self._rows is None and self._make is not None and self._load is not None:
+            return self._load.rows  # without making the columns
+        if self._rows is None:
+            columns = self.columns
+            return len(columns[0]) if columns else 0
+        return len(self._rows)
 
     def __getitem__(self, key: Key) -> Row:
         return self.rows()[key]

@@ -10,6 +10,11 @@ statement, a definition it was not given), is the Python reader's (engine/stream
 hands back once it committed past that point. The log says which decoder runs. While it is behind,
 the batches waiting are applied as one where the sink asks for that (batch_sizing.py).
 
+A JDBC sink into MySQL/MariaDB that loads upserts with ``LOAD DATA`` (``reads_load_text``) gets the
+upserts of every table the decoder spells (mysql/binlog/rendered.py) as that statement's text too
+(binlogdec/loadtext.go, core/image_columns.py): no value of theirs is made in Python unless the
+load falls back to ``INSERT``.
+
 The changelog sink, which keeps every change as it happened, gets every change in order instead
 (``logs_every_change``: the decoder's log mode, binlogdec/changelog.go), as the same records the
 Python reader's events make; a replayed batch rewrites its files (named by their first offset).

@@ -191,9 +191,11 @@ class BinlogStreamer:
         capacity = gathered.capacity(spec.batch_rows)
         heartbeat = spec.heartbeat_interval_seconds
         changes = self.state.settings.native_changes
-        # The changelog sink (the one sink in log mode) writes the decoder's lines where it spells them.
+        # The changelog sink (the one sink in log mode) writes the decoder's lines where it spells
+        # them; a JDBC sink into MySQL/MariaDB loads the upserts' text it renders (loadtext.go).
+        load = getattr(self.state.sink, "reads_load_text", False) is True
         settings = FollowSettings(
-            spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes=changes, lines=changes
+            spec.batch_rows, spec.batch_interval_ms, heartbeat, capacity, changes, lines=changes, load=load
         )
         ids = self.state.settings.server_id, self.state.settings.source_server_id
         follower = NativeFollower(decoder, self.state.source, ids[0], tables, start, flavor, settings, ids[1])

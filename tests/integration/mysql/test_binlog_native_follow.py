@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
-from harness.decoder import source_schema
+from harness.decoder import SMALL, follow_items, source_schema
 from harness.mariadb import binlog_offset
-from harness.type_table import create_without_geometry, write_changes_without_geometry
+from harness.type_table import UNSPELLED, create_without_geometry, write_changes_without_geometry
 from harness.waiting import wait_until
 from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.charsets import decode_mysql_latin1
@@ -30,7 +30,7 @@ from sparkcdc.core.microbatch import ChangelogRecord, changelog_records
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.rendered_log import RenderedLog
 from sparkcdc.core.tables import TableId
-from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
+from sparkcdc.mysql.binlog.follow import NativeBatch, NativeDdl, NativeStopped
 from sparkcdc.mysql.binlog.native import decode_range
 from sparkcdc.mysql.binlog.reader import read_changes
 from sparkcdc.mysql.binlog.rendered import render_spec
@@ -40,33 +40,6 @@ from sparkcdc.sinks.changelog import ChangelogSink
 from sparkcdc.sinks.changelog_columns import logged_text
 from sparkcdc.spark.catchup_tasks import RangeContext, read_range
 from sparkcdc.testing.mariadb import MariaDBServer
-
-SMALL = FollowSettings(batch_events=50, batch_millis=200, heartbeat_seconds=5)
-
-
-def _follow(
-    binary: Path,
-    cfg: SourceConfig,
-    schema: TableSchema,
-    start: BinlogOffset,
-    until: BinlogOffset,
-    settings: FollowSettings = SMALL,
-) -> list[NativeBatch | NativeDdl | NativeStopped]:
-    """What the follower answers from ``start`` until a batch reaches ``until`` or it stops."""
-    follower = NativeFollower(binary, cfg, 4301, {schema.table: schema}, start, "mariadb", settings)
-    follower.start()
-    items: list[NativeBatch | NativeDdl | NativeStopped] = []
-    try:
-        for _ in range(600):
-            item = follower.get(0.1)
-            if item is None:
-                continue
-            items.append(item)
-            if isinstance(item, NativeStopped) or (isinstance(item, NativeBatch) and item.end >= until):
-                break
-    finally:
-        follower.close()
-    return items
 
 
 def _type_table_stretch(
@@ -95,7 +68,7 @@ def test_followed_batches_reduce_the_type_table_like_python(
 ) -> None:
     cfg, schema, start, stop = _type_table_stretch(mariadb, source_config, fresh_db)
 
-    items = _follow(binary, cfg, schema, start, stop)
+    items = follow_items(binary, cfg, schema, start, stop)
     batches = [i for i in items if isinstance(i, NativeBatch)]
     assert len(batches) == len(items) and len(batches) > 1, items
     ends = [b.end for b in batches]
@@ -124,7 +97,7 @@ def test_followed_changes_are_the_python_readers_changelog_records(
     records python-mysql-replication's events make (op, canonical image, offset, row index, time)."""
     cfg, schema, start, stop = _type_table_stretch(mariadb, source_config, fresh_db)
 
-    items = _follow(binary, cfg, schema, start, stop, replace(SMALL, changes=True))
+    items = follow_items(binary, cfg, schema, start, stop, replace(SMALL, changes=True))
     batches = [i for i in items if isinstance(i, NativeBatch)]
     assert len(batches) == len(items) > 1 and all(not b.changes for b in batches), items
     followed = [r for b in batches for r in b.changelog.get(schema.table, ())]
@@ -140,10 +113,6 @@ def test_followed_changes_are_the_python_readers_changelog_records(
     columns = b"".join(bytes(c) for records in logged for c in logged_text(schema, records))
     table = str(schema.table)
     assert columns == "".join(ChangelogSink._render(table, r) + "\n" for r in python).encode()
-
-
-# The type table's columns the decoder does not spell lines of (mysql/binlog/rendered.py).
-UNSPELLED = ("b1", "b10", "b64", "tm", "tm1", "tm3", "tm6", "yr", "bn", "vb", "bl", "e", "s")
 
 
 def test_rendered_lines_are_the_python_readers_lines(
@@ -168,7 +137,7 @@ def test_rendered_lines_are_the_python_readers_lines(
     schema = source_schema(cfg, TableId(fresh_db, "types"))
     assert render_spec(schema) is not None, schema.columns
 
-    items = _follow(binary, cfg, schema, start, stop, replace(SMALL, changes=True, lines=True))
+    items = follow_items(binary, cfg, schema, start, stop, replace(SMALL, changes=True, lines=True))
     batches = [i for i in items if isinstance(i, NativeBatch)]
     assert len(batches) == len(items) > 1, items
     logs = [b.changelog[schema.table] for b in batches if schema.table in b.changelog]
@@ -220,12 +189,12 @@ def test_every_latin1_byte_is_read_as_the_server_reads_it(
         for r in changelog_records(e)
     ]
     assert python == [server]
-    batches = [i for i in _follow(binary, cfg, schema, start, stop) if isinstance(i, NativeBatch)]
+    batches = [i for i in follow_items(binary, cfg, schema, start, stop) if isinstance(i, NativeBatch)]
     assert [dict(b.changes[schema.table].upserts[(1,)]) for b in batches if schema.table in b.changes] == [
         server
     ]
     for settings in (replace(SMALL, changes=True), replace(SMALL, changes=True, lines=True)):
-        items = _follow(binary, cfg, schema, start, stop, settings)
+        items = follow_items(binary, cfg, schema, start, stop, settings)
         logged = [
             r.data for i in items if isinstance(i, NativeBatch) for r in i.changelog.get(schema.table, ())
         ]
@@ -247,7 +216,7 @@ def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
     mariadb.execute(f"INSERT INTO {table} VALUES (3, 'c', 3)")
     stop = binlog_offset(mariadb)
 
-    items = _follow(binary, cfg, schema, start, stop)
+    items = follow_items(binary, cfg, schema, start, stop)
     assert [type(i) for i in items] == [NativeBatch, NativeDdl, NativeStopped], items
     batch, ddl, stopped = items
     assert isinstance(batch, NativeBatch) and batch.end == before_ddl
@@ -283,14 +252,14 @@ def test_every_end_carries_the_servers_gtid_position_there(
         return ",".join(sorted(str(found).split(","), key=lambda part: int(part.split("-")[0])))
 
     known = replace(start, gtid_set=gtid_pos(start))
-    items = _follow(binary, cfg, schema, known, stop)
+    items = follow_items(binary, cfg, schema, known, stop)
     assert any(isinstance(i, NativeDdl) for i in items) and isinstance(items[-1], NativeBatch), items
     ends = [i.end for i in items if isinstance(i, NativeBatch)]
     ends += [o for i in items if isinstance(i, NativeDdl) for o in (i.at, i.statement.offset)]
     assert ends and all(o.gtid_set == gtid_pos(o) for o in ends), ends
     assert "7-" in ends[-1].gtid_set  # the second domain's transactions are in it
 
-    unknown = _follow(binary, cfg, schema, start, stop)
+    unknown = follow_items(binary, cfg, schema, start, stop)
     assert all(i.end.gtid_set == "" for i in unknown if isinstance(i, NativeBatch)), unknown
 
 
@@ -308,7 +277,7 @@ def test_rows_of_another_definition_of_the_same_width_are_refused(
     mariadb.execute(f"ALTER TABLE {table} DROP COLUMN n, ADD COLUMN c INT")
     stop = binlog_offset(mariadb)
     schema = source_schema(cfg, TableId(fresh_db, "t"))  # (id, v, c): the definition now
-    items = _follow(binary, cfg, schema, start, stop)
+    items = follow_items(binary, cfg, schema, start, stop)
     assert len(items) == 1 and isinstance(items[0], NativeStopped), items
     assert items[0].end == start and "other columns" in items[0].why
     assert decode_range(binary, cfg, 4304, {schema.table: schema}, start, before_ddl) is None  # catch-up too
@@ -329,7 +298,7 @@ def test_a_rotated_binlog_is_followed_to_its_head(
     mariadb.execute("FLUSH BINARY LOGS")
     head = binlog_offset(mariadb)
     assert head.file != start.file
-    items = _follow(binary, cfg, schema, start, head)
+    items = follow_items(binary, cfg, schema, start, head)
     # MariaDB may add its binlog checkpoint event to the new file after FLUSH returned: the head
     # then ends later than ``head``, at the source's position now.
     assert isinstance(items[-1], NativeBatch) and items[-1].end >= head, items

@@ -16,13 +16,13 @@ import pytest
 
 from harness.mariadb import unique_name
 from harness.schemas import col, table_schema
-from sparkcdc.core.image_columns import ImageColumns
+from sparkcdc.core.image_columns import ImageColumns, LoadText
 from sparkcdc.core.microbatch import TableChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
-from sparkcdc.sinks.jdbc.bulk_load import BulkLoader
+from sparkcdc.sinks.jdbc.bulk_load import BulkLoader, tsv_chunks
 from sparkcdc.testing.mariadb import MariaDBServer
 
 SCHEMA = table_schema(
@@ -194,3 +194,52 @@ def _upserts(rows: list[tuple[int, str | None, bytes | None]], deletes: list[int
     names = ARROW.names
     columns = [list(c) for c in zip(*rows, strict=True)]
     return TableChanges(SCHEMA.table, ImageColumns(names, columns, [0]), [(k,) for k in deletes])
+
+
+TEXT_SCHEMA = table_schema(
+    "notes", [col("id", "bigint(20)", nullable=False), col("s", "varchar(64)")], ["id"]
+)
+
+
+def _as_load_text(rows: list[tuple[int, str | None]], made: list[int]) -> TableChanges:
+    """Upserts as the Go decoder hands them over: load text (here Python's rendering, which the
+    decoder's is held to byte for byte), the columns made only when asked for (counted in made)."""
+    names = ["id", "s"]
+    columns = [list(c) for c in zip(*rows, strict=True)]
+    data = pa.Table.from_arrays(
+        [pa.array(columns[0], pa.int64()), pa.array(columns[1], pa.string())], names=names
+    )
+    load = LoadText(b"".join(tsv_chunks(TEXT_SCHEMA, data)), len(rows))
+
+    def make() -> list[list[object]]:
+        made.append(1)
+        return columns
+
+    return TableChanges(TEXT_SCHEMA.table, ImageColumns(names, make, [0], load), [])
+
+
+def test_binlog_upserts_given_as_load_text(mariadb: MariaDBServer, config: JdbcSinkConfig) -> None:
+    """Upserts the decoder rendered as load text go in as that text, their values never made in
+    Python; a value the target refuses is the same error as on the other paths; a target that
+    takes no LOAD DATA gets them by INSERTs, made from the values then."""
+    rows = [(i, s) for i, (s, _) in enumerate(TRICKY, start=1)]
+    made: list[int] = []
+    sink = JdbcSink(config)
+    try:
+        sink.prepare([TEXT_SCHEMA])
+        assert sink.reads_load_text
+        sink.apply_changes(TEXT_SCHEMA, _as_load_text(rows, made))
+        assert made == [] and _loaded_by_load_data(sink) is True
+        stored = f"SELECT id, s FROM `{config.database}`.notes ORDER BY id"
+        assert [tuple(r) for r in mariadb.execute(stored)] == rows
+
+        with pytest.raises(SinkError, match=r"(?i)too long"):
+            sink.apply_changes(TEXT_SCHEMA, _as_load_text([(1, "x" * 65)], made))
+        assert [tuple(r) for r in mariadb.execute(stored)] == rows
+
+        sink._bulk._enabled = False  # type: ignore[union-attr]  # as after a refusal
+        assert not sink.reads_load_text
+        sink.apply_changes(TEXT_SCHEMA, _as_load_text([(1, "by insert")], made))
+        assert made == [1] and mariadb.execute(stored)[0] == (1, "by insert")
+    finally:
+        sink.close()

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkcdc.core.catchup import absorb
-from sparkcdc.core.image_columns import ImageColumns
+from sparkcdc.core.image_columns import ImageColumns, LoadText
 from sparkcdc.core.merge import BackfillChanges
 
 NAMES = ("a", "id", "b")
@@ -59,3 +59,21 @@ def test_inconsistent_columns_are_refused() -> None:
         ImageColumns(NAMES, [[1], [2]], [1])
     with pytest.raises(ValueError, match="same key"):
         dict(ImageColumns(NAMES, [[1, 2], [10, 10], ["x", "y"]], [1]))
+
+
+def test_columns_made_when_first_asked_for_and_the_load_text_kept_until_rows() -> None:
+    made: list[int] = []
+
+    def make() -> list[list[object]]:
+        made.append(1)
+        return [[1, 2], [10, 20], ["x", "y"]]
+
+    held = ImageColumns(NAMES, make, [1], LoadText(b"1\t10\tx\n2\t20\ty\n", 2))
+    assert len(held) == 2 and made == []  # counted from the text
+    assert held.load_text is not None and held.columns == [[1, 2], [10, 20], ["x", "y"]] and made == [1]
+    assert held[(20,)] == {"a": 2, "id": 20, "b": "y"} and made == [1]
+    assert held.load_text is None and held.columns is None  # read as rows: the text is gone
+
+    short = ImageColumns(NAMES, make, [1], LoadText(b"1\t10\tx\n", 1))
+    with pytest.raises(ValueError, match="other rows than their load text"):
+        _ = short.columns

@@ -56,6 +56,7 @@ class FollowSettings:
     capacity: int = 4  # converted batches waiting for the caller
     changes: bool = False  # every change in order (a sink that keeps a log), not net effects
     lines: bool = False  # with changes: the changelog's lines, rendered by the decoder where it can
+    load: bool = False  # without changes: the upserts' LOAD DATA text too, where the decoder can
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class NativeFollower:
     ) -> None:
         """``expect_server_id``: the source's @@server_id checked on the replication connection
         itself (a failover behind the address ends the decoder instead of being read)."""
-        request = native_request(cfg, server_id, schemas, start, flavor, settings.changes and settings.lines)
+        lines, load = settings.changes and settings.lines, not settings.changes and settings.load
+        request = native_request(cfg, server_id, schemas, start, flavor, lines, load)
         request["expectServerId"] = expect_server_id or 0
         # MariaDB's GTID position at the start, where known: every batch's end then has its own.
         request["startGtid"] = start.gtid_set
@@ -198,7 +200,7 @@ class NativeFollower:
         events, newest = int(answer["events"]), int(answer["newest"]) * 1000
         if self._logs:
             return NativeBatch(end, events, newest, {}, logged_changes(self._schemas, answer["tables"], read))
-        return NativeBatch(end, events, newest, reduced_changes(self._schemas, answer["tables"]))
+        return NativeBatch(end, events, newest, reduced_changes(self._schemas, answer["tables"], read))
 
     def _ended(self, proc: subprocess.Popen[bytes]) -> BaseException:
         code = proc.wait()

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from sparkcdc.core.image_columns import ImageColumns
+from sparkcdc.core.image_columns import ImageColumns, LoadText
 from sparkcdc.core.logged_columns import LoggedColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.microbatch import ChangelogRecord
@@ -212,11 +212,19 @@ def _converted_columns(columns: Sequence[Column], rows: Sequence[Sequence[Any]])
     return out
 
 
-def _table_changes(schema: TableSchema, answer: Mapping[str, Any]) -> BackfillChanges:
+def _table_changes(
+    schema: TableSchema, answer: Mapping[str, Any], read: Callable[[int], bytes] | None = None
+) -> BackfillChanges:
     by_name = {c.name: i for i, c in enumerate(schema.columns)}
     at = [by_name[k] for k in schema.row_key]
     changes = BackfillChanges()
-    if upserts := answer["upserts"]:
+    if "load" in answer:
+        # The load text, then the same rows as JSON, follow the batch's line (binlogdec/loadtext.go).
+        load = LoadText(_read_exactly(read, int(answer["load"])), int(answer["rows"]))
+        rows = _read_exactly(read, int(answer["json"]))
+        if load.rows:
+            changes.upserts = ImageColumns(schema.column_names, _later_columns(schema, rows), at, load)
+    elif upserts := answer["upserts"]:
         # Kept as columns: the JDBC sink writes them so (core/image_columns.py).
         columns = _converted_columns(schema.columns, upserts)
         changes.upserts = ImageColumns(schema.column_names, columns, at)
@@ -224,6 +232,16 @@ def _table_changes(schema: TableSchema, answer: Mapping[str, Any]) -> BackfillCh
         key_columns = _converted_columns([schema.columns[i] for i in at], deletes)
         changes.deletes.update(zip(*key_columns, strict=True))
     return changes
+
+
+def _later_columns(schema: TableSchema, rows: bytes) -> Callable[[], list[Values]]:
+    """The columns of the JSON ``rows`` (a JSON array's items), made when called."""
+
+    def make() -> list[Values]:
+        with collector_paused():
+            return _converted_columns(schema.columns, orjson.loads(b"[" + rows + b"]"))
+
+    return make
 
 
 @contextmanager
@@ -254,10 +272,11 @@ def native_request(
     start: BinlogOffset,
     flavor: str,
     lines: bool = False,
+    load: bool = False,
 ) -> dict[str, Any]:
     """The decoder's request for these tables from ``start`` (a range adds "stop", the live path
-    "follow": follow.py); ``lines``: the changelog's lines rendered by the decoder, for the tables
-    it spells (rendered.py)."""
+    "follow": follow.py); ``lines``: the changelog's lines rendered by the decoder, ``load``: the
+    upserts' LOAD DATA text beside them, for the tables it spells (rendered.py)."""
     tables = []
     for table, schema in schemas.items():
         positions = {c.name: i for i, c in enumerate(schema.columns)}
@@ -267,8 +286,8 @@ def native_request(
         names = list(schema.column_names)  # the decoder refuses rows written under other columns
         part: dict[str, Any] = {"db": table.database, "table": table.table, "columns": columns}
         part.update(key=key, text=text, names=names)
-        if lines and (render := render_spec(schema)) is not None:
-            part["render"] = render
+        if (lines or load) and (render := render_spec(schema)) is not None:
+            part["render" if lines else "load"] = render
         tables.append(part)
     return {
         "host": cfg.host,
@@ -357,13 +376,17 @@ def _image_columns(schema: TableSchema, images: Sequence[Sequence[Any]]) -> list
     return _converted_columns(schema.columns, images)
 
 
-def reduced_changes(schemas: Mapping[TableId, TableSchema], tables: Any) -> dict[TableId, BackfillChanges]:
-    """The decoder's "tables" of an answer as each table's net changes, in canonical values."""
+def reduced_changes(
+    schemas: Mapping[TableId, TableSchema], tables: Any, read: Callable[[int], bytes] | None = None
+) -> dict[TableId, BackfillChanges]:
+    """The decoder's "tables" of an answer as each table's net changes, in canonical values (the
+    upserts' columns made when first asked for where the decoder rendered their load text, whose
+    bytes ``read`` takes from after the batch's line)."""
     changes = {}
     with collector_paused():
         for part in tables or ():
             table = TableId(part["db"], part["table"])
-            changes[table] = _table_changes(schemas[table], part)
+            changes[table] = _table_changes(schemas[table], part, read)
     return changes
 
 

@@ -32,7 +32,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pymysql.constants import SERVER_STATUS
 
+from sparkcdc.core.image_columns import LoadText
 from sparkcdc.mysql.arrow_values import bool_array, int_scalar, null_scalar, text_scalar
 from sparkcdc.mysql.columns import Family
 from sparkcdc.mysql.schema import TableSchema
@@ -262,6 +263,24 @@ class _Feeder:
         self._thread.join()
 
 
+class _Text:
+    """What one load reads: columns, their SET expressions, row count, and the text's chunks
+    (made from ``data`` as they are read when not given)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        plan: Sequence[str | None],
+        rows: int,
+        chunks: Iterable[bytes] | None = None,
+        schema_data: tuple[TableSchema, pa.Table] | None = None,
+    ) -> None:
+        self.names, self.plan, self.rows = list(names), list(plan), rows
+        self.chunks: Iterable[bytes] = chunks if chunks is not None else ()
+        if schema_data is not None:
+            self.chunks = tsv_chunks(*schema_data)
+
+
 class BulkLoader:
     """Writes a split's rows with ``LOAD DATA LOCAL`` where that is exact, else with ``insert``
     (the dialect's ``write_table``); both in the caller's open transaction."""
@@ -289,10 +308,7 @@ class BulkLoader:
         if data.num_rows == 0:
             return
         if self._enabled is None:
-            self._enabled = local_infile_allowed(cur.connection)
-            how = "LOAD DATA LOCAL INFILE" if self._enabled else "multi-row INSERTs"
-            why = "" if self._enabled else " (the target does not take LOAD DATA LOCAL INFILE)"
-            log.info("snapshot splits and binlog upserts go into %s with %s%s", self._describe, how, why)
+            self._decide(cur)
         if not self._enabled:
             insert()
             return
@@ -301,23 +317,51 @@ class BulkLoader:
         except (UnsupportedColumnError, pa.ArrowException, TypeError, ValueError):
             insert()
             return
+        text = _Text(data.column_names, plan, data.num_rows, schema_data=(schema, data))
+        self._load_or_insert(cur, schema, text, insert, replace)
+
+    def write_text(
+        self, cur: Any, schema: TableSchema, names: Sequence[str], load: LoadText, insert: Callable[[], None]
+    ) -> None:
+        """Binlog upserts given as load text already (core/image_columns.py, rendered by the Go
+        decoder as ``tsv_chunks`` renders the same rows): loaded with ``REPLACE`` as ``write``
+        loads them, else ``insert``. The text's columns are of the kinds it spells, which load as
+        they are (no ``SET`` expression)."""
+        if load.rows == 0:
+            return
+        if self._enabled is None:
+            self._decide(cur)
+        empty = schema.arrow_schema().empty_table().select(list(names))
+        if not self._enabled or any(_column_plan(schema, empty)):
+            insert()
+            return
+        text = _Text(list(names), [None] * len(names), load.rows, [load.text])
+        self._load_or_insert(cur, schema, text, insert, replace=True)
+
+    def _decide(self, cur: Any) -> None:
+        self._enabled = local_infile_allowed(cur.connection)
+        how = "LOAD DATA LOCAL INFILE" if self._enabled else "multi-row INSERTs"
+        why = "" if self._enabled else " (the target does not take LOAD DATA LOCAL INFILE)"
+        log.info("snapshot splits and binlog upserts go into %s with %s%s", self._describe, how, why)
+
+    def _load_or_insert(
+        self, cur: Any, schema: TableSchema, text: _Text, insert: Callable[[], None], replace: bool
+    ) -> None:
         cur.execute(f"SAVEPOINT {_SAVEPOINT}")
-        if self._load(cur, schema, data, plan, replace):
+        if self._load(cur, schema, text, replace):
             return
         cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
         insert()
 
-    def _load(
-        self, cur: Any, schema: TableSchema, data: pa.Table, plan: list[str | None], replace: bool
-    ) -> bool:
-        """Whether the load stored exactly ``data``'s rows (no warning, every row: a replaced row
+    def _load(self, cur: Any, schema: TableSchema, text: _Text, replace: bool) -> bool:
+        """Whether the load stored exactly the text's rows (no warning, every row: a replaced row
         counts twice, its delete and its insert)."""
         import pymysql
 
-        feeder = _Feeder(tsv_chunks(schema, data))
+        feeder = _Feeder(iter(text.chunks))
         try:
             with _allow_local_files(cur.connection):
-                statement = self._statement(schema, data.column_names, plan, feeder.path, replace)
+                statement = self._statement(schema, text.names, text.plan, feeder.path, replace)
                 loaded = cur.execute(statement)
         except pymysql.MySQLError as err:
             code = err.args[0] if err.args else None
@@ -332,7 +376,7 @@ class BulkLoader:
             return False
         finally:
             feeder.close()
-        every_row = loaded >= data.num_rows if replace else loaded == data.num_rows
+        every_row = loaded >= text.rows if replace else loaded == text.rows
         if feeder.error is None and not cur.warning_count and every_row:
             return True
         self._fallbacks += 1
@@ -340,12 +384,12 @@ class BulkLoader:
             log.info(
                 "rows of %s did not load exactly by LOAD DATA (%s); they are written with INSERTs",
                 schema.sink_name,
-                feeder.error or f"{cur.warning_count} warnings, {loaded} of {data.num_rows} rows",
+                feeder.error or f"{cur.warning_count} warnings, {loaded} of {text.rows} rows",
             )
         return False
 
     def _statement(
-        self, schema: TableSchema, names: list[str], plan: list[str | None], path: str, replace: bool
+        self, schema: TableSchema, names: Sequence[str], plan: Sequence[str | None], path: str, replace: bool
     ) -> str:
         fields, sets = [], []
         for i, (name, expression) in enumerate(zip(names, plan, strict=True)):

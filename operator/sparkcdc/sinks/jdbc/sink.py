@@ -119,12 +119,23 @@ class JdbcSink(Sink):
                 pred = key_in_list_predicate(key, len(chunk), self._dialect.quote)
                 cur.execute(f"DELETE FROM {target} WHERE {pred}", [v for k in chunk for v in k])
             self._statement = f"{'upsert' if upsert else 'INSERT'} of a binlog batch's row images"
-            if upsert:
+            load = getattr(changes.upserts, "load_text", None) if upsert else None
+            if load is not None and self._bulk is not None:
+                names = [c.name for c in schema.columns]
+                insert = lambda: self._dialect.upsert_rows(cur, schema, changes.upserts)  # noqa: E731
+                self._bulk.write_text(cur, schema, names, load, insert)
+            elif upsert:
                 self._dialect.upsert_rows(cur, schema, changes.upserts, self._replacing(cur, schema))
             elif changes.upserts:
                 names = [c.name for c in schema.columns]
                 rows = [tuple(row.get(n) for n in names) for row in changes.upserts.values()]
                 self._dialect.write_rows(cur, schema, names, rows)
+
+    @property
+    def reads_load_text(self) -> bool:
+        """Whether binlog upserts given as load text (core/image_columns.py) may be loaded as they
+        are: the target takes ``LOAD DATA`` (or has not been asked yet)."""
+        return self._bulk is not None and self._bulk.enabled is not False
 
     @contextmanager
     def batch_transaction(self) -> Iterator[None]:
