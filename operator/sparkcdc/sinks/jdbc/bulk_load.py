@@ -33,6 +33,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -263,22 +264,14 @@ class _Feeder:
         self._thread.join()
 
 
+@dataclass(frozen=True)
 class _Text:
-    """What one load reads: columns, their SET expressions, row count, and the text's chunks
-    (made from ``data`` as they are read when not given)."""
+    """What one load reads: its columns, their SET expressions, its rows and its text's chunks."""
 
-    def __init__(
-        self,
-        names: Sequence[str],
-        plan: Sequence[str | None],
-        rows: int,
-        chunks: Iterable[bytes] | None = None,
-        schema_data: tuple[TableSchema, pa.Table] | None = None,
-    ) -> None:
-        self.names, self.plan, self.rows = list(names), list(plan), rows
-        self.chunks: Iterable[bytes] = chunks if chunks is not None else ()
-        if schema_data is not None:
-            self.chunks = tsv_chunks(*schema_data)
+    names: Sequence[str]
+    plan: Sequence[str | None]
+    rows: int
+    chunks: Iterable[bytes]
 
 
 class BulkLoader:
@@ -317,7 +310,7 @@ class BulkLoader:
         except (UnsupportedColumnError, pa.ArrowException, TypeError, ValueError):
             insert()
             return
-        text = _Text(data.column_names, plan, data.num_rows, schema_data=(schema, data))
+        text = _Text(data.column_names, plan, data.num_rows, tsv_chunks(schema, data))
         self._load_or_insert(cur, schema, text, insert, replace)
 
     def write_text(
@@ -335,7 +328,7 @@ class BulkLoader:
         if not self._enabled or any(_column_plan(schema, empty)):
             insert()
             return
-        text = _Text(list(names), [None] * len(names), load.rows, [load.text])
+        text = _Text(names, [None] * len(names), load.rows, [load.text])
         self._load_or_insert(cur, schema, text, insert, replace=True)
 
     def _decide(self, cur: Any) -> None:
