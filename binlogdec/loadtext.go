@@ -12,7 +12,10 @@ import (
 // fields separated by a tab, a newline after each row, LOAD DATA's backslash escapes, \N for
 // NULL), so the caller hands the bytes to the server instead of converting and rendering every
 // value in Python. The kinds are the changelog's (linelog.go); each value is spelt as Arrow casts
-// its canonical value to text there (the integration tests hold the two to the same bytes). A
+// its canonical value to text there (the integration tests hold the two to the same bytes); two
+// kinds of its own, "mysqldate" and "mysqldatetime" (with its fractional digits as "scale"), are
+// the dates a MySQL target keeps as MySQL prints them, zero dates included
+// (operator/sparkcdc/mysql/zero_dates.py). A
 // table's part of the batch then carries
 //
 //	"load": BYTES, "rows": N, "json": BYTES
@@ -65,7 +68,7 @@ func appendLoadValue(b []byte, column renderColumn, v interface{}) ([]byte, erro
 		case float64:
 			return appendArrowFloat(b, x), nil
 		}
-	case "decimal", "text", "latin1", "date", "datetime", "timestamp":
+	case "decimal", "text", "latin1", "date", "datetime", "timestamp", "mysqldate", "mysqldatetime":
 		switch x := v.(type) {
 		case string:
 			return appendLoadText(b, column, x)
@@ -96,6 +99,8 @@ func appendLoadText(b []byte, column renderColumn, s string) ([]byte, error) {
 			b = appendPadded(append(b, '.'), w.micro, 6)
 		}
 		return b, nil
+	case "mysqldate", "mysqldatetime":
+		return appendMySQLDate(b, s, column.Kind == "mysqldate", column.Scale)
 	case "latin1":
 		s = decodeLatin1(s)
 	default:
@@ -183,4 +188,72 @@ func appendArrowFloat(b []byte, f float64) []byte {
 	default:
 		return append(append(b, digits...), strings.Repeat("0", point-len(digits))...)
 	}
+}
+
+// appendMySQLDate writes the text go-mysql gives a date (the fields as stored, zero ones included,
+// TIMESTAMP in UTC) as MySQL prints it for the column: YYYY-MM-DD, and for a DATETIME or
+// TIMESTAMP " hh:mm:ss" and exactly digits fractional digits (zero_dates.py zero_text).
+func appendMySQLDate(b []byte, text string, dateOnly bool, digits int) ([]byte, error) {
+	text = strings.TrimSpace(text)
+	fields, ok := mysqlDateFields(text)
+	if !ok {
+		return nil, fmt.Errorf("date text %q", text)
+	}
+	b = append(appendPadded(append(appendPadded(b, fields[0], 4), '-'), fields[1], 2), '-')
+	b = appendPadded(b, fields[2], 2)
+	if dateOnly {
+		return b, nil
+	}
+	b = append(appendPadded(append(appendPadded(append(b, ' '), fields[3], 2), ':'), fields[4], 2), ':')
+	b = appendPadded(b, fields[5], 2)
+	if digits > 0 {
+		micros := fmt.Sprintf("%06d", fields[6])
+		b = append(append(b, '.'), micros[:min(digits, 6)]...)
+	}
+	return b, nil
+}
+
+// mysqlDateFields reads YYYY-MM-DD[ hh:mm:ss[.f{1,6}]]: year, month, day, hour, minute, second
+// and microseconds, any of them zero.
+func mysqlDateFields(text string) ([7]int, bool) {
+	var f [7]int
+	var ok bool
+	if len(text) < 10 || text[4] != '-' || text[7] != '-' {
+		return f, false
+	}
+	for i, at := range []int{0, 5, 8} {
+		width := 2
+		if i == 0 {
+			width = 4
+		}
+		if f[i], ok = digitsAt(text, at, width); !ok {
+			return f, false
+		}
+	}
+	rest := text[10:]
+	if rest == "" {
+		return f, true
+	}
+	if len(rest) < 9 || rest[0] != ' ' || rest[3] != ':' || rest[6] != ':' {
+		return f, false
+	}
+	for i := 0; i < 3; i++ {
+		if f[3+i], ok = digitsAt(rest, 1+3*i, 2); !ok {
+			return f, false
+		}
+	}
+	fraction := rest[9:]
+	if fraction == "" {
+		return f, true
+	}
+	if fraction[0] != '.' || len(fraction) < 2 || len(fraction) > 7 {
+		return f, false
+	}
+	if f[6], ok = digitsAt(fraction, 1, len(fraction)-1); !ok {
+		return f, false
+	}
+	for places := len(fraction) - 1; places < 6; places++ {
+		f[6] *= 10
+	}
+	return f, true
 }

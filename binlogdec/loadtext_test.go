@@ -67,3 +67,27 @@ func TestLoadRow(t *testing.T) {
 		t.Errorf("%q (%d rows), want %q", got, l.rows, want)
 	}
 }
+
+func TestMySQLDate(t *testing.T) {
+	cases := []struct {
+		text     string
+		dateOnly bool
+		digits   int
+		want     string
+	}{
+		{"0000-00-00", true, 0, "0000-00-00"}, {"2024-00-10", true, 0, "2024-00-10"},
+		{"0000-00-00 00:00:00", false, 6, "0000-00-00 00:00:00.000000"},
+		{"2024-01-02 03:04:05.5", false, 3, "2024-01-02 03:04:05.500"},
+		{"2024-01-02 03:04:05.123456", false, 0, "2024-01-02 03:04:05"},
+		{"2024-01-02", false, 2, "2024-01-02 00:00:00.00"},
+	}
+	for _, c := range cases {
+		got, err := appendMySQLDate(nil, c.text, c.dateOnly, c.digits)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%q: %q %v, want %q", c.text, got, err, c.want)
+		}
+	}
+	if _, err := appendMySQLDate(nil, "2024-1-02", true, 0); err == nil {
+		t.Errorf("no error for a malformed date")
+	}
+}

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from harness.decoder import SMALL, follow_items, source_schema
 from harness.mariadb import binlog_offset
@@ -18,13 +19,16 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.follow import NativeBatch
 from sparkcdc.mysql.binlog.rendered import render_spec
 from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.zero_dates import keep_zero_dates
 from sparkcdc.sinks.jdbc.bulk_load import tsv_chunks
 from sparkcdc.testing.mariadb import MariaDBServer
 
 
+@pytest.mark.parametrize("zero_dates", [False, True], ids=["dates", "mysql-dates"])
 def test_load_text_is_the_sinks_own_text_of_the_same_rows(
-    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path
+    mariadb: MariaDBServer, source_config: SourceConfig, fresh_db: str, binary: Path, zero_dates: bool
 ) -> None:
+    """``mysql-dates``: dates as a MySQL target keeps them, zero dates included (zero_dates.py)."""
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`types`"
     create_without_geometry(mariadb, table)
@@ -38,7 +42,10 @@ def test_load_text_is_the_sinks_own_text_of_the_same_rows(
     mariadb.execute(f"UPDATE {table} SET lat = {latin1} WHERE id = 1")
     stop = binlog_offset(mariadb)
     schema = source_schema(cfg, TableId(fresh_db, "types"))
-    assert render_spec(schema) is not None, schema.columns
+    if zero_dates:
+        schema = keep_zero_dates(schema)
+        assert any(c.zero_dates for c in schema.columns) and render_spec(schema) is None
+    assert render_spec(schema, load=True) is not None, schema.columns
 
     items = follow_items(binary, cfg, schema, start, stop, replace(SMALL, load=True))
     batches = [i for i in items if isinstance(i, NativeBatch)]

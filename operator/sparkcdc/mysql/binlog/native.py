@@ -286,8 +286,10 @@ def native_request(
         names = list(schema.column_names)  # the decoder refuses rows written under other columns
         part: dict[str, Any] = {"db": table.database, "table": table.table, "columns": columns}
         part.update(key=key, text=text, names=names)
-        if (lines or load) and (render := render_spec(schema)) is not None:
-            part["render" if lines else "load"] = render
+        if lines and (render := render_spec(schema)) is not None:
+            part["render"] = render
+        elif load and (spec := render_spec(schema, load=True)) is not None:
+            part["load"] = spec
         tables.append(part)
     return {
         "host": cfg.host,

@@ -41,11 +41,14 @@ _SIMPLE = {
 }
 
 
-def _kind(column: Column) -> str | None:
-    """How the decoder spells the column (linelog.go), or None: it does not."""
+def _kind(column: Column, load: bool = False) -> str | None:
+    """How the decoder spells the column (linelog.go; with ``load``, loadtext.go), or None: it
+    does not."""
     family = column.family
-    if column.zero_dates:
-        return None  # MySQL's text (zero_dates.py): Python's own rendering
+    if column.zero_dates:  # MySQL's text (zero_dates.py), which only a MySQL target's load reads
+        if not load:
+            return None
+        return "mysqldate" if family is Family.DATE else "mysqldatetime"
     if family is Family.INTEGER:
         if not column.unsigned:
             return "int"
@@ -58,17 +61,21 @@ def _kind(column: Column) -> str | None:
     return _SIMPLE.get(family)
 
 
-def render_spec(schema: TableSchema) -> dict[str, Any] | None:
-    """The decoder's "render" for the table's lines, or None when it cannot spell them all."""
+def render_spec(schema: TableSchema, load: bool = False) -> dict[str, Any] | None:
+    """The decoder's "render" for the table's lines (with ``load``: its "load", for the upserts'
+    LOAD DATA text), or None when it cannot spell them all."""
     if schema.target is not None and not schema.target.plain:
         return None
     columns = []
     for column in schema.columns:
-        kind = _kind(column)
+        kind = _kind(column, load)
         if kind is None:
             return None
         bits = column.integer_bits if column.family is Family.INTEGER else 0
-        columns.append({"name": column.name, "kind": kind, "bits": bits, "scale": int(column.scale or 0)})
+        scale = int(column.scale or 0)
+        if kind == "mysqldatetime":  # the fractional digits MySQL prints
+            scale = min(int(column.datetime_precision or 0), 6)
+        columns.append({"name": column.name, "kind": kind, "bits": bits, "scale": scale})
     return {"table": str(schema.table), "columns": columns}
 
 
