@@ -16,10 +16,11 @@ and up to one poll interval.
 With ``--burst-rate`` the writer runs at that rate for ``--burst-seconds`` halfway through: the
 lag rises while the pipeline works the burst off and falls back once it has.
 
-Prints p50/p90/p99/max, writes ``benchmarks/results/latency.json`` (``--results NAME``:
-``NAME.json``) and plots the lag over time (p99 and max per second of commit time) to
-``docs/operations_lag.png`` (with ``--results``: ``docs/NAME_lag.png``). The target p99 is 1 s up
-to 1,000 changes/s and 2 s above (the live-stream issue's figures).
+Prints p50/p90/p99/max, keeps the run's log in ``.bench/latency-work/NAME.log``, writes
+``benchmarks/results/NAME.json`` (``--results NAME``, default ``latency``) and plots the lag over
+time (p99 and max per second of commit time) to ``docs/operations_lag.png`` (another NAME:
+``docs/NAME_lag.png``). The target p99 is 1 s up to 1,000 changes/s and 2 s above (the
+live-stream issue's figures).
 """
 
 from __future__ import annotations
@@ -249,6 +250,7 @@ def main() -> None:
         workload = Workload(server, phases, args.rows_per_transaction)
         total = sum(seconds for _, seconds in phases)
         run = run_sparkcdc(manifest, state, exit_when_caught_up=False, on_start=workload, timeout=total + 600)
+        (work / f"{args.results}.log").write_text("".join(f"{at:8.2f}s {line}\n" for at, line in run.lines))
         if workload.error is not None:
             raise SystemExit(f"the workload failed: {workload.error}\n{run.tail()}")
         server.execute(f"DROP DATABASE IF EXISTS {REPLICA}")

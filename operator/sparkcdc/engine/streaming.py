@@ -35,7 +35,7 @@ from sparkcdc.engine.python_live import PythonLive
 from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.engine.schema_changes import affected
 from sparkcdc.engine.stream_state import StreamSettings, StreamState
-from sparkcdc.engine.table_capture import TableCapture, may_create_table
+from sparkcdc.engine.table_capture import TableCapture
 from sparkcdc.engine.table_failures import StreamFailures
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeFollower
 from sparkcdc.mysql.binlog.reader import DdlStatement
@@ -206,7 +206,7 @@ class BinlogStreamer:
         """Which DDL the Python reader takes over at: a captured table's, and one that may create
         a table to capture (table_capture.py)."""
         capture = self.state.capture
-        return lambda ddl: bool(affected(ddl, tables)) or (capture is not None and may_create_table(ddl))
+        return lambda ddl: bool(affected(ddl, tables)) or (capture is not None and capture.may_capture(ddl))
 
     def _stop_native(self, should_stop: Callable[[], bool]) -> Callable[[], bool]:
         """The native path stops for a spec edit too: the Python reader follows it."""

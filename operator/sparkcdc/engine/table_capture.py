@@ -28,7 +28,7 @@ from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.engine.table_failures import without_failed_tables
 from sparkcdc.mysql.binlog.reader import DdlStatement
 from sparkcdc.mysql.connection import SourceError, connect
-from sparkcdc.mysql.ddl import strip_comments
+from sparkcdc.mysql.ddl import created_tables, strip_comments
 from sparkcdc.mysql.queries import current_offset
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import Sink
@@ -108,6 +108,17 @@ class TableCapture:
         if self._adding:
             self._adding.clear()
             self._rediscover = True
+
+    def may_capture(self, ddl: DdlStatement) -> bool:
+        """Whether ``ddl`` may make a table exist that the spec selects (the Go decoder hands the
+        stream over at it: the Python reader follows new tables). A statement whose new names the
+        spec does not select — a table of the sink's own database on the source's server, a
+        scratch table — does not; one whose names cannot be read does."""
+        if not may_create_table(ddl):
+            return False
+        names = created_tables(ddl.query, ddl.schema)
+        spec = self._runtime.pipeline.spec
+        return names is None or any(captures_table(spec, t) for t in names)
 
     def saw(self, ddl: DdlStatement) -> None:
         """A statement that concerns no captured table: look for new tables after it."""

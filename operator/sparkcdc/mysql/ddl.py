@@ -30,6 +30,7 @@ __all__ = [
     "DdlKind",
     "TableDdl",
     "column_defaults",
+    "created_tables",
     "parse_ddl",
     "rename_pairs",
     "split_top_level",
@@ -237,6 +238,28 @@ def parse_ddl(statement: str, default_schema: str) -> list[TableDdl]:
         reason = "its database was dropped"
         return [TableDdl(TableId(unquote(db.group(1)), "*"), DdlKind.DROP, reason=reason)]
     return []  # CREATE TABLE/INDEX, DROP INDEX, GRANT, ...: no effect on existing captured rows
+
+
+_CREATE_TABLE = re.compile(
+    r"^CREATE\s+(?:OR\s+REPLACE\s+)?(TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?", re.IGNORECASE
+)
+
+
+def created_tables(statement: str, default_schema: str) -> list[TableId] | None:
+    """The tables ``statement`` may make exist under a name they did not have: the table a
+    ``CREATE TABLE`` creates (none for a temporary one), the new names of ``RENAME TABLE`` and
+    ``ALTER TABLE … RENAME``; None when it cannot be told (a name that cannot be read)."""
+    sql = strip_comments(statement)
+    create = _CREATE_TABLE.match(sql)
+    if create is not None:
+        if create.group(1):
+            return []
+        table, _rest = _table(sql[create.end() :], default_schema)
+        return None if table is None else [table]
+    entries = parse_ddl(statement, default_schema)
+    if any(e.kind is DdlKind.FAIL for e in entries):
+        return None
+    return [e.new_name for e in entries if e.kind is DdlKind.RENAME and e.new_name is not None]
 
 
 def column_defaults(conn: Any, table: TableId, is_mariadb: bool) -> dict[str, str | None]:

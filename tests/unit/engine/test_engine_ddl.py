@@ -8,7 +8,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.schema_changes import affected, failure_message
 from sparkcdc.mysql.binlog.reader import DdlStatement
-from sparkcdc.mysql.ddl import DdlKind, TableDdl, parse_ddl, split_top_level, strip_comments
+from sparkcdc.mysql.ddl import DdlKind, TableDdl, created_tables, parse_ddl, split_top_level, strip_comments
 
 pytestmark = pytest.mark.unit
 
@@ -127,3 +127,25 @@ def test_helpers() -> None:
         "b ENUM('x,y', 'z')",
         "c DECIMAL(5,2)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "created"),
+    [
+        ("CREATE TABLE t (id INT)", [TableId("shop", "t")]),
+        ("create or replace table `other`.`t2` like t", [TableId("other", "t2")]),
+        (
+            "CREATE TABLE IF NOT EXISTS /* c */ shop_replica.orders (id INT)",
+            [TableId("shop_replica", "orders")],
+        ),
+        ("CREATE TEMPORARY TABLE scratch (id INT)", []),
+        ("RENAME TABLE a TO b, c TO other.d", [TableId("shop", "b"), TableId("other", "d")]),
+        ("ALTER TABLE a RENAME TO b", [TableId("shop", "b")]),
+        ("ALTER TABLE a RENAME TO b, ADD c INT", None),  # a rename with other changes: not read
+        ("CREATE TABLE (broken", None),
+    ],
+)
+def test_the_tables_a_statement_may_create(sql: str, created: list[TableId] | None) -> None:
+    """What decides whether the Go decoder hands the stream over at a statement for the tables it
+    may create (engine/table_capture.py ``may_capture``): a name not read is a hand-over."""
+    assert created_tables(sql, "shop") == created
