@@ -117,42 +117,65 @@ func appendPyValue(b []byte, column renderColumn, v interface{}) ([]byte, error)
 	}
 	switch column.Kind {
 	case "int", "uint", "uint64":
-		n, unsigned, ok := integer(v)
-		if !ok {
-			break
+		quoted := column.Kind == "uint64" // a Decimal in Python: its text
+		if quoted {
+			b = append(b, '"')
 		}
-		switch {
-		case unsigned && column.Kind == "uint64":
-			return append(strconv.AppendUint(append(b, '"'), n, 10), '"'), nil // a Decimal: its text
-		case unsigned:
-			return strconv.AppendUint(b, n, 10), nil
-		case column.Kind == "uint64":
-			return append(strconv.AppendUint(append(b, '"'), n, 10), '"'), nil // the same bits
-		case column.Kind == "uint" && int64(n) < 0:
-			return strconv.AppendInt(b, int64(n)+int64(1)<<column.Bits, 10), nil
-		default:
-			return strconv.AppendInt(b, int64(n), 10), nil
+		if b, ok := appendCanonicalInteger(b, column, v); ok {
+			if quoted {
+				b = append(b, '"')
+			}
+			return b, nil
 		}
 	case "float":
-		switch x := v.(type) {
-		case float32:
-			return appendPyFloat(b, float64(x)), nil
-		case float64:
-			return appendPyFloat(b, x), nil
+		if f, ok := decodedFloat(v); ok {
+			return appendPyFloat(b, f), nil
 		}
 	case "decimal", "text", "latin1", "date", "datetime", "timestamp":
-		var s string
-		switch x := v.(type) {
-		case string:
-			s = x
-		case []byte:
-			s = string(x)
-		default:
-			return nil, fmt.Errorf("value of Go type %T for a %s column", v, column.Kind)
+		if s, ok := decodedText(v); ok {
+			return appendPyText(b, column, s)
 		}
-		return appendPyText(b, column, s)
 	}
 	return nil, fmt.Errorf("value of Go type %T for a %s column", v, column.Kind)
+}
+
+// appendCanonicalInteger writes the canonical integer of a decoded value of an "int", "uint" or
+// "uint64" column: go-mysql reads the bits as signed unless the binlog says the column is
+// unsigned, and an unsigned column's value is never negative (operator/sparkcdc/mysql/types.py).
+func appendCanonicalInteger(b []byte, column renderColumn, v interface{}) ([]byte, bool) {
+	n, unsigned, ok := integer(v)
+	switch {
+	case !ok:
+		return b, false
+	case unsigned || column.Kind == "uint64":
+		return strconv.AppendUint(b, n, 10), true
+	case column.Kind == "uint" && int64(n) < 0:
+		return strconv.AppendInt(b, int64(n)+int64(1)<<column.Bits, 10), true
+	default:
+		return strconv.AppendInt(b, int64(n), 10), true
+	}
+}
+
+// decodedFloat is a decoded FLOAT's or DOUBLE's value (a FLOAT's exactly, as a double).
+func decodedFloat(v interface{}) (float64, bool) {
+	switch x := v.(type) {
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// decodedText is the text go-mysql gives a string, DECIMAL or temporal value.
+func decodedText(v interface{}) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	}
+	return "", false
 }
 
 func appendPyText(b []byte, column renderColumn, s string) ([]byte, error) {

@@ -49,31 +49,16 @@ func appendLoadValue(b []byte, column renderColumn, v interface{}) ([]byte, erro
 	}
 	switch column.Kind {
 	case "int", "uint", "uint64":
-		n, unsigned, ok := integer(v)
-		if !ok {
-			break
-		}
-		switch {
-		case unsigned || column.Kind == "uint64":
-			return strconv.AppendUint(b, n, 10), nil
-		case column.Kind == "uint" && int64(n) < 0:
-			return strconv.AppendInt(b, int64(n)+int64(1)<<column.Bits, 10), nil
-		default:
-			return strconv.AppendInt(b, int64(n), 10), nil
+		if b, ok := appendCanonicalInteger(b, column, v); ok {
+			return b, nil
 		}
 	case "float":
-		switch x := v.(type) {
-		case float32:
-			return appendArrowFloat(b, float64(x)), nil
-		case float64:
-			return appendArrowFloat(b, x), nil
+		if f, ok := decodedFloat(v); ok {
+			return appendArrowFloat(b, f), nil
 		}
 	case "decimal", "text", "latin1", "date", "datetime", "timestamp", "mysqldate", "mysqldatetime":
-		switch x := v.(type) {
-		case string:
-			return appendLoadText(b, column, x)
-		case []byte:
-			return appendLoadText(b, column, string(x))
+		if s, ok := decodedText(v); ok {
+			return appendLoadText(b, column, s)
 		}
 	}
 	return nil, fmt.Errorf("value of Go type %T for a %s column", v, column.Kind)

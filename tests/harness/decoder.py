@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.mariadb import binlog_offset
+from harness.type_table import UNSPELLED, create_without_geometry, write_changes_without_geometry
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.follow import FollowSettings, NativeBatch, NativeDdl, NativeFollower, NativeStopped
@@ -12,6 +14,7 @@ from sparkcdc.mysql.binlog.native import decoder_path
 from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.options import EngineOptions
+from sparkcdc.testing.mariadb import MariaDBServer
 
 
 def built_decoder() -> Path | None:
@@ -54,3 +57,18 @@ def follow_items(
     finally:
         follower.close()
     return items
+
+
+def spelled_type_table_stretch(
+    server: MariaDBServer, table: str, tricky: str, latin1_hex: str
+) -> tuple[BinlogOffset, BinlogOffset]:
+    """The type table without the columns the decoder does not spell (``UNSPELLED``), its changes,
+    then ``tricky`` text in ``vc`` and, reversed, ``tx`` of rows 1 and 150, and the latin1 bytes
+    ``latin1_hex`` in ``lat`` of row 1: the stretch of binlog they fill."""
+    create_without_geometry(server, table)
+    server.execute(f"ALTER TABLE {table} " + ", ".join(f"DROP COLUMN {c}" for c in UNSPELLED))
+    start = binlog_offset(server)
+    write_changes_without_geometry(server, table, UNSPELLED)
+    server.execute(f"UPDATE {table} SET vc = %s, tx = %s WHERE id IN (1, 150)", (tricky, tricky[::-1]))
+    server.execute(f"UPDATE {table} SET lat = CONVERT(UNHEX('{latin1_hex}') USING latin1) WHERE id = 1")
+    return start, binlog_offset(server)

@@ -11,9 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from harness.decoder import SMALL, follow_items, source_schema
-from harness.mariadb import binlog_offset
-from harness.type_table import UNSPELLED, create_without_geometry, write_changes_without_geometry
+from harness.decoder import SMALL, follow_items, source_schema, spelled_type_table_stretch
 from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.binlog.follow import NativeBatch
@@ -31,16 +29,10 @@ def test_load_text_is_the_sinks_own_text_of_the_same_rows(
     """``mysql-dates``: dates as a MySQL target keeps them, zero dates included (zero_dates.py)."""
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`types`"
-    create_without_geometry(mariadb, table)
-    mariadb.execute(f"ALTER TABLE {table} " + ", ".join(f"DROP COLUMN {c}" for c in UNSPELLED))
-    start = binlog_offset(mariadb)
-    write_changes_without_geometry(mariadb, table, UNSPELLED)
-    # What LOAD DATA's text gives a meaning: tab, newline, backslash, NUL, the text \N.
+    # What LOAD DATA's text gives a meaning: tab, newline, backslash, NUL, the text \N; in latin1
+    # too (the last two bytes: a backslash, a tab).
     tricky = "t\tn\nr\r\nb\\z\x00 \\N NULL 'q' \"qq\" \u2028"
-    mariadb.execute(f"UPDATE {table} SET vc = %s, tx = %s WHERE id IN (1, 150)", (tricky, tricky[::-1]))
-    latin1 = "CONVERT(UNHEX('41808A9FA0FF09818D8F909D5C09') USING latin1)"  # and a backslash, a tab
-    mariadb.execute(f"UPDATE {table} SET lat = {latin1} WHERE id = 1")
-    stop = binlog_offset(mariadb)
+    start, stop = spelled_type_table_stretch(mariadb, table, tricky, "41808A9FA0FF09818D8F909D5C09")
     schema = source_schema(cfg, TableId(fresh_db, "types"))
     if zero_dates:
         schema = keep_zero_dates(schema)

@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
-from harness.decoder import SMALL, follow_items, source_schema
+from harness.decoder import SMALL, follow_items, source_schema, spelled_type_table_stretch
 from harness.mariadb import binlog_offset
-from harness.type_table import UNSPELLED, create_without_geometry, write_changes_without_geometry
+from harness.type_table import create_without_geometry, write_changes_without_geometry
 from harness.waiting import wait_until
 from sparkcdc.core.catchup import CatchupRange, absorb
 from sparkcdc.core.charsets import decode_mysql_latin1
@@ -123,17 +123,10 @@ def test_rendered_lines_are_the_python_readers_lines(
     the records parsed back from them are those records."""
     cfg = replace(source_config, tls_mode="disabled")
     table = f"`{fresh_db}`.`types`"
-    create_without_geometry(mariadb, table)
-    mariadb.execute(f"ALTER TABLE {table} " + ", ".join(f"DROP COLUMN {c}" for c in UNSPELLED))
-    start = binlog_offset(mariadb)
-    write_changes_without_geometry(mariadb, table, UNSPELLED)
     tricky = 'q"uote \\ back\nslash\t\x01\x1f\x7f \u2028 <&>'
-    mariadb.execute(f"UPDATE {table} SET vc = %s, tx = %s WHERE id IN (1, 150)", (tricky, tricky[::-1]))
     # MySQL's latin1 is Windows-1252 (0x80 to 0x9F are not ISO latin-1's characters), its five
     # unassigned bytes C1 controls (core/charsets.py).
-    latin1 = "41808A9FA0FF09818D8F909D"
-    mariadb.execute(f"UPDATE {table} SET lat = CONVERT(UNHEX('{latin1}') USING latin1) WHERE id = 1")
-    stop = binlog_offset(mariadb)
+    start, stop = spelled_type_table_stretch(mariadb, table, tricky, "41808A9FA0FF09818D8F909D")
     schema = source_schema(cfg, TableId(fresh_db, "types"))
     assert render_spec(schema) is not None, schema.columns
 
