@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.mysql.binlog.native import _printed_as_mysql
+from sparkcdc.mysql.binlog.native_values import _printed_as_mysql
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.zero_dates import rendered_text
 

@@ -9,7 +9,7 @@ import base64
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.mysql.binlog.native import _column_converter
+from sparkcdc.mysql.binlog.native_values import _column_converter
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.types import canonical_value
 
