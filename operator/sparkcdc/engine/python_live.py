@@ -39,7 +39,10 @@ from sparkcdc.mysql.binlog.stream import SchemaInUse, StreamingChangeReader, Und
 __all__ = ["NATIVE_RETRY_SECONDS", "PythonLive", "offset_of"]
 
 # After the Go decoder stopped, the Python reader reads at least this long before handing back, so
-# that a stream the Go decoder keeps stopping at does not restart it again and again.
+# that a stream the Go decoder keeps stopping at does not restart it again and again. A schema
+# change the decoder handed over is past once it is applied: the Go decoder's turn comes at the
+# next commit (a live stream at tens of thousands of changes/s would otherwise lag behind the slow
+# reader for these seconds at every statement).
 NATIVE_RETRY_SECONDS = 5.0
 
 
@@ -57,10 +60,12 @@ class PythonLive:
         should_stop: Callable[[], bool],
         probe: BacklogProbe | None,
         until: BinlogOffset | None = None,
+        retry_seconds: float = NATIVE_RETRY_SECONDS,
     ) -> tuple[Checkpoint, str | None]:
         """The live reader from ``start``; returns the checkpoint (everything up to it committed)
         and why it stopped: None (stopped or caught up), "behind" (the source ran ``probe``'s
-        threshold ahead) or "native" (it committed past ``until``: the Go decoder's turn again)."""
+        threshold ahead) or "native" (it committed past ``until``, and read for at least
+        ``retry_seconds``: the Go decoder's turn again)."""
         reader = StreamingChangeReader(
             self._state.source,
             self._state.settings.server_id,
@@ -73,7 +78,7 @@ class PythonLive:
         thread = ReaderThread(reader, start, tracker, capacity=self._state.settings.binlog.batch_rows * 2)
         thread.start()
         try:
-            return self._consume(thread, checkpoint, event_filter, should_stop, probe, until)
+            return self._consume(thread, checkpoint, event_filter, should_stop, probe, until, retry_seconds)
         finally:
             self._state.interleaved.abandon()  # what it held back is incomplete without this reader
             if self._state.capture is not None:
@@ -93,6 +98,7 @@ class PythonLive:
         should_stop: Callable[[], bool],
         probe: BacklogProbe | None,
         until: BinlogOffset | None = None,
+        retry_seconds: float = NATIVE_RETRY_SECONDS,
     ) -> tuple[Checkpoint, str | None]:
         spec = self._state.settings.binlog
         began = time.monotonic()
@@ -172,7 +178,7 @@ class PythonLive:
                 if probe is not None and not caught_up and probe.behind(offset_of(checkpoint)):
                     return checkpoint, "behind"
                 past = until is not None and offset_of(checkpoint) > until and not self._state.busy()
-                if past and not caught_up and time.monotonic() - began >= NATIVE_RETRY_SECONDS:
+                if past and not caught_up and time.monotonic() - began >= retry_seconds:
                     return checkpoint, "native"
             if (caught_up or should_stop()) and batch.end is None and not batch.open_events:
                 return checkpoint, None

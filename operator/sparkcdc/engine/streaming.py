@@ -31,7 +31,7 @@ from sparkcdc.engine.interleaved import InterleavedSnapshot
 from sparkcdc.engine.listener import BatchCommit, PipelineListener, net_counts, record_counts
 from sparkcdc.engine.live_reader import Batch
 from sparkcdc.engine.native_live import NativeLive, native_tables
-from sparkcdc.engine.python_live import PythonLive
+from sparkcdc.engine.python_live import NATIVE_RETRY_SECONDS, PythonLive
 from sparkcdc.engine.runtime import PipelineRuntime
 from sparkcdc.engine.schema_changes import affected
 from sparkcdc.engine.stream_state import StreamSettings, StreamState
@@ -145,13 +145,14 @@ class BinlogStreamer:
             else:
                 self.state.listener.binlog_reader("python")
                 live = PythonLive(self.state)
+                retry = 0.0 if reason == "ddl" else NATIVE_RETRY_SECONDS
                 checkpoint, reason = live.run(
-                    checkpoint, start, event_filter, should_stop, probe, python_until
+                    checkpoint, start, event_filter, should_stop, probe, python_until, retry
                 )
             if reason is None:
                 return checkpoint
             start = max(start, checkpoint.binlog_offset or start)
-            python_until = start if reason == "unsupported" else None
+            python_until = start if reason in ("unsupported", "ddl") else None
             self._say_why(reason, start, probe, detail)
 
     def _say_why(self, reason: str, start: BinlogOffset, probe: BacklogProbe | None, detail: str) -> None:
@@ -160,7 +161,7 @@ class BinlogStreamer:
                 f"the live reader is {probe.last_backlog / 2**20:,.1f} MiB of binlog behind the source at "
                 f"{start}: parallel catch-up takes over"
             )
-        elif reason == "unsupported":
+        elif reason in ("unsupported", "ddl"):
             self.state.listener.message(
                 f"at {start} the Go decoder stops ({detail}): python-mysql-replication reads on"
             )

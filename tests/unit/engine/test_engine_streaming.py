@@ -317,6 +317,34 @@ def test_falling_behind_hands_over_at_the_committed_boundary() -> None:
     assert saved[-1].binlog_offset == off(20)
 
 
+def test_hands_back_to_the_go_decoder_past_its_stop() -> None:
+    """Past the offset the Go decoder stopped at, the Python reader hands back at a commit once it
+    read for the minimum: at once after a schema change (0 s), not while the minimum runs."""
+
+    def hand_back(retry_seconds: float) -> tuple[Checkpoint, str | None]:
+        spec = BinlogSpec(batch_interval_ms=3_600_000, batch_rows=1)
+        source: Any = None
+        streamer = BinlogStreamer(
+            source, RecordingSink(), {A: schema(A, "id", "v")}, StreamSettings(9, spec), Warnings(), print
+        )
+        items = [insert(A, 10, id=1, v=1), off(20), insert(A, 30, id=2, v=2), off(40)]
+        base = Checkpoint(binlog_offset=off(4))
+        return PythonLive(streamer.state)._consume(
+            ScriptedThread(items),  # type: ignore[arg-type]
+            base,
+            streamer.build_filter(base),
+            lambda: False,
+            None,
+            off(4),
+            retry_seconds,
+        )
+
+    result, why = hand_back(0.0)
+    assert why == "native" and result.binlog_offset == off(20)
+    result, why = hand_back(3600.0)
+    assert why is None and result.binlog_offset == off(40)
+
+
 def test_live_reader_id_is_the_end_of_the_range() -> None:
     from sparkcdc.engine.discovery import default_server_ids
 
