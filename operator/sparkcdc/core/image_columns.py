@@ -20,13 +20,13 @@ dropped once the images were read as rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, NamedTuple
 
 from sparkcdc.core.events import Row
 from sparkcdc.core.splits import Key
 
-__all__ = ["ImageColumns", "LoadText"]
+__all__ = ["ImageColumns", "LoadText", "columns_of"]
 
 
 Columns = Sequence[Sequence[Any]]
@@ -114,3 +114,12 @@ class ImageColumns(MutableMapping[Key, Row]):
 
     def __repr__(self) -> str:
         return f"ImageColumns({len(self)} rows of {', '.join(self.names)})"
+
+
+def columns_of(upserts: Mapping[Key, Row], names: Sequence[str]) -> Columns:
+    """The images column by column, in ``names`` order: as the Go decoder's batches hold them,
+    else taken from the rows."""
+    if isinstance(upserts, ImageColumns) and upserts.names == tuple(names) and upserts.columns is not None:
+        return upserts.columns
+    images = list(upserts.values())
+    return [[image.get(n) for image in images] for n in names]

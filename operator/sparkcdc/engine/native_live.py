@@ -2,13 +2,14 @@
 key by ``sparkcdc-binlogdec`` in follow mode (mysql/binlog/follow.py), applied and checkpointed.
 
 The native path serves what parallel catch-up serves — sinks that apply each key's net change
-(catch-up's ``applies_net_effects``), tables the Go decoder renders exactly (``native_eligible``),
-no referential actions to follow in order — and only past the snapshot handoff: every table's
-split filter must pass every event (its maximum high watermark is behind the start), since the Go
-decoder knows nothing of splits. Everything else, and whatever the decoder stops at (a DDL
-statement, a definition it was not given), is the Python reader's (engine/streaming.py), which
-hands back once it committed past that point. The log says which decoder runs. While it is behind,
-the batches waiting are applied as one where the sink asks for that (batch_sizing.py).
+(catch-up's ``applies_net_effects``; Delta's MERGE, below), tables the Go decoder renders exactly
+(``native_eligible``), no referential actions to follow in order — and only past the snapshot
+handoff: every table's split filter must pass every event (its maximum high watermark is behind
+the start), since the Go decoder knows nothing of splits. Everything else, and whatever the
+decoder stops at (a DDL statement, a definition it was not given), is the Python reader's
+(engine/streaming.py), which hands back once it committed past that point (and, unless it was a
+schema change, read a few seconds: python_live.py). The log says which decoder runs. While it is
+behind, the batches waiting are applied as one where the sink asks for that (batch_sizing.py).
 
 A JDBC sink into MySQL/MariaDB that loads upserts with ``LOAD DATA`` (``reads_load_text``) gets the
 upserts of every table the decoder spells (mysql/binlog/rendered.py) as that statement's text too
@@ -19,10 +20,11 @@ The changelog sink, which keeps every change as it happened, gets every change i
 (``logs_every_change``: the decoder's log mode, binlogdec/changelog.go), as the same records the
 Python reader's events make; a replayed batch rewrites its files (named by their first offset).
 
-Delta sinks, which also apply net last images, stay on the Python reader: the hand-over at a DDL
-statement happens at the sink's pace (after the batch before it is applied), and behind a MERGE
-of seconds the source may already have run the table's next statements, whose definitions the
-Python reader then cannot tell apart (tests/integration/delta/test_delta_ddl_follow.py fails so).
+Delta sinks without metadata columns or soft deletes apply net last images too (one MERGE per
+table and batch): they take this path, with batches that waited behind a MERGE applied as one.
+The Python reader follows a DDL statement the decoder stops at even when the source already ran
+later ones (engine/column_changes.py judges each with the definition as of its statement) and
+hands back as soon as it committed past it.
 
 A batch is applied exactly as a catch-up round: per table in its own sink transaction, then the
 checkpoint at the batch's end (architecture §3 rules 5 and 6), so a crash replays at most the
@@ -58,11 +60,16 @@ Apply = Callable[[NativeBatch, Checkpoint], Checkpoint]  # applies and checkpoin
 
 def native_decoder(spec: CdcPipelineSpec, options: EngineOptions) -> Path | None:
     """The Go decoder for the live path of this pipeline, or None when its sink needs what the
-    decoder does not hand over (per-row metadata, soft deletes, Delta: see above) or the options
-    say Python."""
-    if not (applies_net_effects(spec) or logs_every_change(spec)):
+    decoder does not hand over (per-row metadata, soft deletes) or the options say Python."""
+    if not (applies_net_effects(spec) or logs_every_change(spec) or _merges_net_images(spec)):
         return None
     return decoder_path(options.binlog_decoder, options.cache_dir)
+
+
+def _merges_net_images(spec: CdcPipelineSpec) -> bool:
+    """A Delta sink without per-row metadata or soft deletes: its MERGE applies net last images."""
+    sink = spec.sink
+    return sink.type == "delta" and not sink.metadata_columns and sink.delete_mode != "soft"
 
 
 def logs_every_change(spec: CdcPipelineSpec) -> bool:
@@ -90,7 +97,8 @@ def native_tables(
 @dataclass(frozen=True)
 class NativeOutcome:
     """How a stretch on the native path ended: ``reason`` None (stopped or caught up), "behind"
-    (catch-up takes over) or "unsupported" (the Python reader goes on from the checkpoint)."""
+    (catch-up takes over), "ddl" (a schema change the Python reader follows, then hands back) or
+    "unsupported" (the Python reader goes on from the checkpoint for a while)."""
 
     checkpoint: Checkpoint
     reason: str | None
@@ -136,7 +144,7 @@ class NativeLive:
                     return NativeOutcome(checkpoint, "unsupported", item.why)
                 if isinstance(item, NativeDdl):
                     if self._concerns(item.statement):
-                        return NativeOutcome(checkpoint, "unsupported", "a schema change of a captured table")
+                        return NativeOutcome(checkpoint, "ddl", "a schema change of a captured table")
                     continue
                 if item is None:
                     continue

@@ -174,6 +174,13 @@ def test_native_live_applies_waiting_batches_as_one_then_the_ddl() -> None:
     assert [(b.end, b.events) for b in applied] == [(_at(200), 4), (_at(400), 2)]
     assert applied[0].changes[ORDERS].deletes == {(1,)} and not applied[0].changes[ORDERS].upserts
 
+    # A schema change of a captured table: the batches before it applied, the Python reader
+    # follows the statement ("ddl": it hands back once past it).
+    applied.clear()
+    live = NativeLive(cast(Any, _Follower([_batch(100, 1), ddl])), apply, lambda _ddl: True, 0.0, how)
+    outcome = live.run(Checkpoint(), lambda: False, None, None)
+    assert outcome.reason == "ddl" and outcome.checkpoint.binlog_offset == _at(100)
+
     # A failure behind gathered batches: they are applied, then the Python reader takes over.
     failed = [_batch(100, 1), _batch(200, 1), SourceError("the decoder ended")]
     applied.clear()

@@ -37,7 +37,6 @@ _LOCK = threading.Lock()
 
 class DeltaSink(FrameSink):
     # Read by the Go decoder's live path (engine/batch_sizing.py): waiting batches merged as one.
-    # Delta is not on that path yet (engine/native_live.py says why), so today this has no effect.
     behind_batch_events: ClassVar[int] = DELTA_BEHIND_BATCH_EVENTS
 
     def __init__(self, config: DeltaSinkConfig) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from sparkcdc.core.events import Row
-from sparkcdc.core.image_columns import ImageColumns
+from sparkcdc.core.image_columns import columns_of
 from sparkcdc.core.splits import Key
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import SinkError
@@ -286,7 +286,7 @@ class MySqlDialect:
         names = [c.name for c in schema.columns]
         sets = ", ".join(f"{self.quote(n)}=VALUES({self.quote(n)})" for n in names)
         if upserts:
-            columns = _image_columns(upserts, names)
+            columns = columns_of(upserts, names)
             self._write_columns(cur, schema, names, columns, f" ON DUPLICATE KEY UPDATE {sets}", load)
 
     def _executemany(
@@ -309,14 +309,6 @@ class MySqlDialect:
         if len(args) >= 2 and isinstance(args[0], int):
             return f"error {args[0]}: {args[1]}"
         return str(err) or type(err).__name__
-
-
-def _image_columns(upserts: Mapping[Key, Row], names: Sequence[str]) -> Sequence[Sequence[Any]]:
-    """The images column by column: as the Go decoder's batches hold them, else from the rows."""
-    if isinstance(upserts, ImageColumns) and upserts.names == tuple(names) and upserts.columns is not None:
-        return upserts.columns
-    images = list(upserts.values())
-    return [[image.get(n) for image in images] for n in names]
 
 
 def upsert_equals_replace(cur: Any, table: str, row_key: Sequence[str], columns: Sequence[str]) -> bool:
