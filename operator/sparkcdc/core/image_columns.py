@@ -20,7 +20,7 @@ dropped once the images were read as rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, NamedTuple
 
 from sparkcdc.core.events import Row
@@ -79,6 +79,32 @@ class ImageColumns(MutableMapping[Key, Row]):
     def load_text(self) -> LoadText | None:
         """The images as load text, while they were not read as rows."""
         return self._load
+
+    def column_keys(self) -> list[Key]:
+        """The keys in column order, without making the rows."""
+        if self._rows is not None:
+            return list(self._rows)
+        columns = self.columns or [()] * len(self.names)
+        return list(zip(*(columns[i] for i in self._key_at), strict=True))
+
+    def followed_by(self, later: Mapping[Key, Row], removed: Iterable[Key] = ()) -> ImageColumns | None:
+        """These images, then ``later``'s, as one set of columns: when ``later`` holds columns of
+        the same names and key and neither it nor ``removed`` (keys deleted after these images)
+        has a key of these, no image here is replaced and the columns join end to end. None
+        otherwise: the caller absorbs row by row. Gathered batches of a backlog stay columns so."""
+        if not isinstance(later, ImageColumns) or (later.names, later._key_at) != (self.names, self._key_at):
+            return None
+        mine, theirs = self.columns, later.columns
+        if mine is None or theirs is None:
+            return None
+        held = set(self.column_keys())
+        if any(key in held for key in later.column_keys()) or any(key in held for key in removed):
+            return None
+        load = None
+        if self._load is not None and later._load is not None:
+            load = LoadText(self._load.text + later._load.text, self._load.rows + later._load.rows)
+        joined = [[*first, *second] for first, second in zip(mine, theirs, strict=True)]
+        return ImageColumns(self.names, joined, self._key_at, load)
 
     def rows(self) -> dict[Key, Row]:
         """The images as rows by key (made on the first call; the columns are dropped then)."""

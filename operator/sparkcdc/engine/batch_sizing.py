@@ -13,8 +13,10 @@ waits: the next one is then waited for, so the first MERGE of a backlog is large
 
 Exactness is unchanged: the absorbed batch ends at the last absorbed batch's end (a transaction
 boundary), holds net last images per key, and is applied and checkpointed as any batch
-(architecture §3 rules 5 and 6). Sinks that declare nothing apply every batch on its own. (The
-Delta sink declares a limit but is not on the Go decoder's path yet: native_live.py says why.)
+(architecture §3 rules 5 and 6). Sinks that declare nothing apply every batch on its own (the
+Delta sink declares a limit). Where no key of a batch is in the batches before it, as in a backlog
+spread over many keys, the images stay columns (core/image_columns.py), as the decoder's batches
+hold them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkcdc.api.spec import BinlogSpec
+from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.logged_columns import joined
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.mysql.binlog.follow import NativeBatch, NativeDdl, NativeStopped
@@ -69,17 +72,37 @@ def absorb(into: NativeBatch, later: NativeBatch) -> NativeBatch:
     updated in place: the batches are the caller's own, and copying would cost per row)."""
     changes = into.changes
     for table, net in later.changes.items():
-        held = changes.setdefault(table, BackfillChanges())
-        # Within one batch deletes and upserts are disjoint keys, so their order does not matter.
-        for key in net.deletes:
-            held.delete(key)
-        for key, image in net.upserts.items():
-            held.upsert(key, image)
+        held = changes.get(table)
+        if held is None:
+            changes[table] = net
+        elif not _absorbed_as_columns(held, net):
+            # Within one batch deletes and upserts are disjoint keys, so their order does not matter.
+            for key in net.deletes:
+                held.delete(key)
+            for key, image in net.upserts.items():
+                held.upsert(key, image)
     logs = dict(into.changelog)
     for table, records in later.changelog.items():
         logs[table] = joined(logs.get(table, ()), records)
     newest = max(into.newest_ms, later.newest_ms)
     return NativeBatch(later.end, into.events + later.events, newest, changes, logs)
+
+
+def _absorbed_as_columns(held: BackfillChanges, net: BackfillChanges) -> bool:
+    """``net`` absorbed into ``held`` with the images kept as columns (core/image_columns.py),
+    where no image of ``held`` is replaced or deleted by it: no dict per row for a backlog's
+    batches, which the Delta sink hands to MERGE as columns."""
+    upserts = held.upserts
+    if not isinstance(upserts, ImageColumns) or not isinstance(net.upserts, ImageColumns):
+        return False
+    joined = upserts.followed_by(net.upserts, net.deletes)
+    if joined is None:
+        return False
+    if held.deletes:  # a key deleted earlier and written again now is an upsert
+        held.deletes.difference_update(net.upserts.column_keys())
+    held.deletes.update(net.deletes)
+    held.upserts = joined
+    return True
 
 
 def gather(

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from sparkcdc.api.spec import BinlogSpec
 from sparkcdc.core.checkpoint import Checkpoint
+from sparkcdc.core.image_columns import ImageColumns
 from sparkcdc.core.merge import BackfillChanges
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
@@ -188,3 +192,53 @@ def test_native_live_applies_waiting_batches_as_one_then_the_ddl() -> None:
     outcome = live.run(Checkpoint(), lambda: False, None, None)
     assert outcome.reason == "unsupported" and outcome.checkpoint.binlog_offset == _at(200)
     assert [b.end for b in applied] == [_at(200)]
+
+
+def _as_columns(batch: NativeBatch) -> NativeBatch:
+    """The same batch with its images as the decoder hands them: columns (id, v)."""
+    changes = {}
+    for table, net in batch.changes.items():
+        rows = list(net.upserts.values())
+        columns = [[r["id"] for r in rows], [r["v"] for r in rows]]
+        changes[table] = BackfillChanges(ImageColumns(("id", "v"), columns, [0]), set(net.deletes))
+    return NativeBatch(batch.end, batch.events, batch.newest_ms, changes)
+
+
+_KEYS = st.integers(min_value=1, max_value=12)
+
+
+@st.composite
+def _batches(draw: st.DrawFn) -> list[NativeBatch]:
+    out = []
+    for n in range(draw(st.integers(min_value=1, max_value=5))):
+        touched = draw(st.lists(_KEYS, unique=True, max_size=8))
+        deleted = set(draw(st.lists(st.sampled_from(touched), unique=True)) if touched else [])
+        upserts = {(k,): {"id": k, "v": f"{n}-{k}"} for k in touched if k not in deleted}
+        out.append(_batch(100 * (n + 1), len(touched), orders=(upserts, {(k,) for k in deleted})))
+    return out
+
+
+@given(_batches())
+def test_absorbing_columns_equals_absorbing_rows(batches: list[NativeBatch]) -> None:
+    """Batches of the decoder's columns absorb to the same net images as the same rows (joined as
+    columns where no key repeats, row by row where one does)."""
+    columns = [_as_columns(b) for b in batches]  # before absorb takes the row batches over
+    by_rows, by_columns = batches[0], columns[0]
+    for rows, later in zip(batches[1:], columns[1:], strict=True):
+        by_rows, by_columns = absorb(by_rows, rows), absorb(by_columns, later)
+    assert dict(by_columns.changes[ORDERS].upserts) == dict(by_rows.changes[ORDERS].upserts)
+    assert by_columns.changes[ORDERS].deletes == by_rows.changes[ORDERS].deletes
+
+
+def test_a_backlog_of_new_keys_stays_columns() -> None:
+    first = _as_columns(_batch(100, 2, orders=({(1,): {"id": 1, "v": "a"}}, {(5,)})))
+    later = _as_columns(
+        _batch(200, 2, orders=({(5,): {"id": 5, "v": "b"}, (2,): {"id": 2, "v": "b"}}, set()))
+    )
+    orders = absorb(first, later).changes[ORDERS]
+    assert isinstance(orders.upserts, ImageColumns)
+    assert orders.upserts.columns == [[1, 5, 2], ["a", "b", "b"]]
+    assert orders.deletes == set()  # key 5, deleted first, was written again
+    replaced = _as_columns(_batch(300, 1, orders=({(2,): {"id": 2, "v": "c"}}, set())))
+    orders = absorb(absorb(first, later), replaced).changes[ORDERS]
+    assert orders.upserts[(2,)] == {"id": 2, "v": "c"} and len(orders.upserts) == 3
