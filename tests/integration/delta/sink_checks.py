@@ -173,6 +173,33 @@ class Checks:
         assert len(got) == 2999 and got[1500] == got[1600] == "m" and 1700 not in got and got[2500] == "s2500"
         print("ok merge_touches_its_files", flush=True)
 
+    def appends_new_keys(self) -> None:
+        """A batch whose keys lie past every row of the table is one append commit, replayed
+        exactly once; a batch reaching into the table's keys is a MERGE again."""
+        schema = self.schema("replay")
+        sink = DeltaSinkConfig(str(self.lake / "appends")).open()
+        sink.prepare([schema])
+        rows = pa.Table.from_pylist(
+            [{"id": i, "v": f"s{i}"} for i in range(100)], schema=schema.arrow_schema()
+        )
+        sink.write_frame(schema, [SnapshotSplit(schema.table, 0, None, None)], self.frame(sink, schema, rows))
+
+        def batch(end: int, upserts: Sequence[int], deletes: Sequence[int]) -> TableChanges:
+            images = {(k,): {"id": k, "v": f"b{end}-{k}"} for k in upserts}
+            return TableChanges(
+                schema.table, images, [(k,) for k in deletes], end=BinlogOffset("b.000001", end)
+            )
+
+        sink.apply_changes(schema, batch(100, range(500, 600), [650]))  # the delete finds nothing
+        sink.apply_changes(schema, batch(100, range(500, 600), [650]))  # replayed
+        sink.apply_changes(schema, batch(200, [50, 700], [10]))
+        operations = [(h[1], (commit_metadata(h[2]) or {}).get("offset")) for h in self.history(sink, schema)]
+        assert operations[-2:] == [("WRITE", "b.000001:100"), ("MERGE", "b.000001:200")], operations
+        got = {r["id"]: r["v"] for r in self.read(sink, schema).to_pylist()}
+        want = {i: f"s{i}" for i in range(100) if i != 10} | {i: f"b100-{i}" for i in range(500, 600)}
+        assert got == want | {50: "b200-50", 700: "b200-700"}, sorted(set(got.items()) ^ set(want.items()))
+        print("ok appends_new_keys", flush=True)
+
     def string_key_ranges(self) -> None:
         """Re-writing a split of a utf8mb4_general_ci key replaces exactly the keys MySQL puts in
         its range: 'B' lies in [ , 'c'), 'Zed' and '_x' do not (they would in binary order)."""
@@ -324,6 +351,7 @@ def _sink_checks(request: dict[str, Any], spark: Any) -> None:
     checks.types_round_trip()
     checks.replay_is_idempotent()
     checks.merge_touches_its_files()
+    checks.appends_new_keys()
     checks.string_key_ranges()
     checks.tail_resplit()
     checks.unfinished_log()

@@ -1,9 +1,9 @@
 """The Delta sink on its own, in one Delta-enabled Spark (sink_checks.py, run once by the
 ``delta_checks`` fixture): every MySQL type through snapshot and MERGE, replayed binlog batches
-(exactly once), a MERGE touching only its keys' files, split ranges of a case-insensitive string
-key re-written exactly, a tail split re-cut after a crash, a table whose creation a kill cut off,
-added columns (with the source default for existing rows, and mergeSchema), partitioning, table
-properties, change data feed and OPTIMIZE."""
+(exactly once), a MERGE touching only its keys' files, a batch of new keys appended, split ranges
+of a case-insensitive string key re-written exactly, a tail split re-cut after a crash, a table
+whose creation a kill cut off, added columns (with the source default for existing rows, and
+mergeSchema), partitioning, table properties, change data feed and OPTIMIZE."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ SINK_CHECKS = [
     "ok types_round_trip",
     "ok replay_is_idempotent",
     "ok merge_touches_its_files",
+    "ok appends_new_keys",
     "ok string_key_ranges",
     "ok tail_resplit",
     "ok unfinished_log",

@@ -11,6 +11,12 @@ version is consistent with a binlog position, which the commit's ``userMetadata`
 (``{"sparkcdc": {"phase": "binlog", "offset": "file:pos", ...}}``) for time travel. (Versions
 written while the binlog is still catching up to a table's last snapshot high watermark hold
 each split's rows as of its own watermark.)
+
+Where the table holds no row in the batch's key span (new keys past the table's end, as an
+append-mostly table's stream brings, or a table that starts empty), the ``MERGE`` would only
+insert: the batch's upserts are appended instead, with the same marks, in one commit. A ``MERGE``
+costs several times an append per row (its join with the target, then the rewrite), and whether
+the span is empty Delta answers from its files' statistics, mostly without reading a file.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import TableChanges
 from sparkcdc.sinks.delta.config import APP_ID, metadata, txn_version
 from sparkcdc.sinks.delta.session import session_conf
+from sparkcdc.sinks.delta.snapshot import scope_sql
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_stored_literal, to_spark_arrow
 
-__all__ = ["DELETE_FLAG", "changes_table", "merge_batch", "merge_condition"]
+__all__ = ["DELETE_FLAG", "changes_table", "key_span", "merge_batch", "merge_condition"]
 
 DELETE_FLAG = "__sparkcdc_delete"
 # Above the largest gathered batch (DELTA_BEHIND_BATCH_EVENTS plus one batch): a few tens of MB.
@@ -37,7 +44,8 @@ _BROADCAST_ROWS = 400_000
 
 
 def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChanges, end: BinlogOffset) -> None:
-    """One idempotent ``MERGE`` of the batch's last images into the table at ``path``."""
+    """One idempotent commit of the batch's last images into the table at ``path``: a ``MERGE``,
+    or an append where the table holds no row in the batch's key span (module docstring)."""
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -62,6 +70,10 @@ def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChange
         ),
     }
     with session_conf(spark, marks):
+        if changes.upserts and _new_keys_only(spark, schema, path, data, source):
+            upserts = source.where(f"NOT {quote_ident(DELETE_FLAG)}").drop(DELETE_FLAG)
+            upserts.write.format("delta").mode("append").save(path)
+            return
         (
             DeltaTable.forPath(spark, path)
             .alias("t")
@@ -71,6 +83,22 @@ def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChange
             .whenNotMatchedInsert(condition=f"NOT {flag}", values=assign)
             .execute()
         )
+
+
+def _new_keys_only(spark: Any, schema: TableSchema, path: str, data: pa.Table, source: Any) -> bool:
+    """Whether the table holds no row in the batch's key span (on the first key column; Delta
+    skips the files outside it by their statistics) and stores the batch's columns as the batch
+    has them: the ``MERGE`` would then only insert the upserts (its deletes find nothing), which
+    an append does for a fraction of the cost."""
+    span = key_span(schema, data)
+    if span is None:
+        return False
+    target = spark.read.format("delta").load(path)
+    stored = {field.name: field.dataType for field in target.schema.fields}
+    batch = [field for field in source.schema.fields if field.name != DELETE_FLAG]
+    if any(stored.get(field.name) != field.dataType for field in batch):
+        return False  # a type the table widened, a column named otherwise: MERGE casts and maps
+    return bool(target.where(scope_sql(schema, " AND ".join(span))).isEmpty())
 
 
 def changes_table(schema: TableSchema, changes: TableChanges) -> pa.Table:
@@ -104,13 +132,20 @@ def merge_condition(schema: TableSchema, data: pa.Table) -> str:
     """Key equality, plus the batch's key span on the first key column so Delta skips the files
     outside it (its min/max statistics): matches are equal values, so they lie in the span."""
     parts = [f"t.{quote_ident(k)} = s.{quote_ident(k)}" for k in schema.row_key]
-    first = schema.column(schema.row_key[0])
-    if first.family not in (Family.FLOAT, Family.DOUBLE):  # NaN sorts outside any span
-        # ``data`` holds the stored (Spark) values already; bounds over them directly.
-        span = pc.min_max(data.column(first.name))
-        low, high = span["min"].as_py(), span["max"].as_py()
-        if low is not None:
-            name = f"t.{quote_ident(first.name)}"
-            parts.append(f"{name} >= {sql_stored_literal(first, low)}")
-            parts.append(f"{name} <= {sql_stored_literal(first, high)}")
+    parts += [f"t.{bound}" for bound in key_span(schema, data) or ()]
     return " AND ".join(parts)
+
+
+def key_span(schema: TableSchema, data: pa.Table) -> list[str] | None:
+    """``first_key >= low`` and ``first_key <= high`` over the batch's keys (``data`` holds the
+    stored Spark values); None for an empty batch or a floating-point key (NaN sorts outside
+    any span)."""
+    first = schema.column(schema.row_key[0])
+    if first.family in (Family.FLOAT, Family.DOUBLE):
+        return None
+    span = pc.min_max(data.column(first.name))
+    low, high = span["min"].as_py(), span["max"].as_py()
+    if low is None:
+        return None
+    name = quote_ident(first.name)
+    return [f"{name} >= {sql_stored_literal(first, low)}", f"{name} <= {sql_stored_literal(first, high)}"]
