@@ -1,6 +1,6 @@
 """Live binlog streaming, side by side with Debezium and Flink CDC on the same table and backlog.
 
-    .venv/bin/python benchmarks/stream.py [--rows N] [--changes N] [--delta] [--path-timeout S]
+    .venv/bin/python benchmarks/stream.py [--rows N] [--changes N] [--no-delta] [--path-timeout S]
     make bench-stream
 
 Runs the peers harness (``../shared/peers/bench.py``, README.md beside it) with ``--start``: a
@@ -18,8 +18,10 @@ throwaway MariaDB, a table of ``--rows`` (1,000,000) rows x 7 columns and a back
   (else its first checkpoint) to its checkpoint at the backlog end:
   ``jdbc (Go decoder)``, a replica on the same server that must equal the source afterwards, read
   with the Go decoder (checked in the log); ``jdbc (python-mysql-replication)``, the same with
-  ``SPARKCDC_BINLOG_DECODER=python``; ``changelog``, into a temporary directory; with ``--delta``,
-  ``delta``, stopped after ``--path-timeout`` s (then the last ``(N in all)`` line's rate, "partial").
+  ``SPARKCDC_BINLOG_DECODER=python``; ``changelog``, into a temporary directory; ``delta``
+  (unless ``--no-delta``), stopped after ``--path-timeout`` s (then the last ``(N in all)`` line's
+  rate, "partial"), its note saying how its binlog commits went (appends into the table that
+  starts empty, MERGEs of rows it holds).
   The paths writing nothing to the server run first, then the Go decoder's JDBC path. Their logs
   and state are kept in ``.bench/stream/peers/sparkcdc-stream/``; each result goes to
   ``$PEERS_RESULT`` once (the peers read stdout too, so it is echoed on stderr, not stdout).
@@ -202,6 +204,19 @@ def stream_path(
     return result, log
 
 
+def delta_commits(lake: Path) -> str:
+    """How the Delta path's binlog commits went, from the tables' logs: the backlog's batches
+    into a table that starts empty are appends (sinks/delta/merge.py), updates of rows it holds
+    MERGEs. "" when there is no Delta table."""
+    operations: dict[str, int] = {}
+    for commit in sorted(lake.glob("*/*/_delta_log/*.json")):
+        for line in commit.read_text(encoding="utf-8").splitlines():
+            info = json.loads(line).get("commitInfo") if line.strip() else None
+            if info and '"phase":"binlog"' in (info.get("userMetadata") or "").replace(" ", ""):
+                operations[info["operation"]] = operations.get(info["operation"], 0) + 1
+    return ", ".join(f"{n} {op.lower()}" for op, n in sorted(operations.items()))
+
+
 def hook(args: argparse.Namespace) -> None:
     """Every sparkcdc path against the peers' server and backlog; a JSON line per path."""
     env = os.environ
@@ -241,7 +256,10 @@ def hook(args: argparse.Namespace) -> None:
     def files(label: str, sink: Callable[[Path], dict[str, Any]], timeout: float) -> dict[str, Any]:
         target = Path(tempfile.mkdtemp(prefix="sink-", dir=work))
         try:
-            return stream_path(server, work, label, sink(target), timeout, {})[0]
+            result = stream_path(server, work, label, sink(target), timeout, {})[0]
+            if commits := delta_commits(target / "lake"):
+                result["note"] = "; ".join(n for n in (result["note"], commits) if n)
+            return result
         finally:
             shutil.rmtree(target, ignore_errors=True)
 
@@ -253,7 +271,7 @@ def hook(args: argparse.Namespace) -> None:
         (GO, lambda: jdbc(GO, "peers_replica_go", "")),
         (PY, lambda: jdbc(PY, "peers_replica_py", "python")),
     ]
-    if args.delta:
+    if not args.no_delta:
         from sparkcdc.options import EngineOptions
         from sparkcdc.spark.session import fetch_delta_jars
 
@@ -299,7 +317,7 @@ def run_peers(args: argparse.Namespace, out: Path) -> None:
     shutil.rmtree(peers_work, ignore_errors=True)  # --start makes its server directories afresh
     out.unlink(missing_ok=True)
     hook_command = [sys.executable, str(Path(__file__).resolve()), "--hook"]
-    hook_command += ["--path-timeout", str(args.path_timeout), *(["--delta"] if args.delta else [])]
+    hook_command += ["--path-timeout", str(args.path_timeout), *(["--no-delta"] if args.no_delta else [])]
     command = [
         sys.executable,  # the peers need PyMySQL, which this interpreter has
         str(PEERS),
@@ -334,7 +352,7 @@ def summarize(args: argparse.Namespace, document: dict[str, Any], started: dict[
             )
     keys = ("step", "name", "count", "seconds", "per_s", "steady_per_s", "x_baseline", "ok", "cpu_s")
     keys += ("peak_rss_mib", "note")
-    config = {"rows": args.rows, "changes": args.changes, "serialize": "none", "delta": args.delta}
+    config = {"rows": args.rows, "changes": args.changes, "serialize": "none", "delta": not args.no_delta}
     config |= {"txn_rows": document.get("config", {}).get("txn_rows"), "path_timeout_s": args.path_timeout}
     config["sparkcdc_binlog"] = {"parallelCatchupThresholdBytes": 0, "batchRows": 20000}
     results = {
@@ -392,7 +410,7 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--changes", type=int, default=1_000_000)
-    parser.add_argument("--delta", action="store_true", help="also the Delta sink (slow: --path-timeout)")
+    parser.add_argument("--no-delta", action="store_true", help="leave out the Delta sink's path")
     parser.add_argument("--path-timeout", type=float, default=300.0, help="the Delta path's time limit, s")
     parser.add_argument("--skip", default="", help="passed to the peers' --skip (e.g. flinkcdc)")
     parser.add_argument("--hook", action="store_true", help="run sparkcdc's paths (the peers' --sparkcdc)")
