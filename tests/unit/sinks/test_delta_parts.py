@@ -24,7 +24,9 @@ from sparkcdc.options import EngineOptions
 from sparkcdc.sinks.base import AddedColumn, SinkError, writes_in_driver
 from sparkcdc.sinks.delta import DeltaSinkConfig, commit_metadata, txn_version
 from sparkcdc.sinks.delta.ledger import Ledger as _Ledger
+from sparkcdc.sinks.delta.merge import AppendProbes
 from sparkcdc.sinks.delta.merge import changes_table as _changes_table
+from sparkcdc.sinks.delta.merge import key_span as _key_span
 from sparkcdc.sinks.delta.merge import merge_condition as _merge_condition
 from sparkcdc.sinks.delta.snapshot import keys_sql as _keys_sql
 from sparkcdc.sinks.delta.snapshot import ranges_sql as _ranges_sql
@@ -199,6 +201,16 @@ def test_changes_and_merge_condition() -> None:
     assert _merge_condition(schema, data) == (
         "t.`id` = s.`id` AND t.`id` >= CAST(3 AS bigint) AND t.`id` <= CAST(9 AS bigint)"
     )
+
+    assert _key_span(schema, data.slice(0, 0)) is None  # nothing to bound
+
+
+def test_append_probes_rest_after_a_span_held_rows() -> None:
+    probes = AppendProbes(rest=2)
+    assert probes.due("a") and probes.due("a")  # spans found empty: asked every batch
+    probes.held("a")
+    assert [probes.due("a") for _ in range(4)] == [False, False, True, True]
+    assert probes.due("b")  # per table
 
 
 def test_added_column_defaults() -> None:

@@ -21,6 +21,7 @@ the span is empty Delta answers from its files' statistics, mostly without readi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -36,16 +37,38 @@ from sparkcdc.sinks.delta.session import session_conf
 from sparkcdc.sinks.delta.snapshot import scope_sql
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_stored_literal, to_spark_arrow
 
-__all__ = ["DELETE_FLAG", "changes_table", "key_span", "merge_batch", "merge_condition"]
+__all__ = ["DELETE_FLAG", "AppendProbes", "changes_table", "key_span", "merge_batch", "merge_condition"]
 
 DELETE_FLAG = "__sparkcdc_delete"
 # Above the largest gathered batch (DELTA_BEHIND_BATCH_EVENTS plus one batch): a few tens of MB.
 _BROADCAST_ROWS = 400_000
 
 
-def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChanges, end: BinlogOffset) -> None:
+@dataclass
+class AppendProbes:
+    """When to ask whether a batch's key span is empty: the question costs a Spark job, which a
+    stream of updates would pay for nothing on every batch. After a table's span held rows, its
+    next ``rest`` batches MERGE without asking."""
+
+    rest: int = 8
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def due(self, path: str) -> bool:
+        left = self.skipped.get(path, 0)
+        if left:
+            self.skipped[path] = left - 1
+        return not left
+
+    def held(self, path: str) -> None:
+        self.skipped[path] = self.rest
+
+
+def merge_batch(
+    spark: Any, schema: TableSchema, path: str, changes: TableChanges, end: BinlogOffset, probe: bool = False
+) -> bool:
     """One idempotent commit of the batch's last images into the table at ``path``: a ``MERGE``,
-    or an append where the table holds no row in the batch's key span (module docstring)."""
+    or, when ``probe`` is set, an append where the table holds no row in the batch's key span
+    (module docstring). True when it appended."""
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -57,23 +80,22 @@ def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChange
         source = F.broadcast(source)
     assign: dict[str, str | Any] = {quote_ident(n): f"s.{quote_ident(n)}" for n in schema.column_names}
     flag = f"s.{quote_ident(DELETE_FLAG)}"
+    # Tables merged into one target by a route each keep their own exactly-once version.
+    app_id = f"{APP_ID}:{schema.table}" if schema.scope else APP_ID
+    version = str(txn_version(end))
+    counts = {"upserts": len(changes.upserts), "deletes": len(changes.deletes)}
+    user = metadata("binlog", schema.table, offset=str(end), **counts)
     marks = {
-        # Tables merged into one target by a route each keep their own exactly-once version.
-        "spark.databricks.delta.write.txnAppId": f"{APP_ID}:{schema.table}" if schema.scope else APP_ID,
-        "spark.databricks.delta.write.txnVersion": str(txn_version(end)),
-        "spark.databricks.delta.commitInfo.userMetadata": metadata(
-            "binlog",
-            schema.table,
-            offset=str(end),
-            upserts=len(changes.upserts),
-            deletes=len(changes.deletes),
-        ),
+        "spark.databricks.delta.write.txnAppId": app_id,
+        "spark.databricks.delta.write.txnVersion": version,
+        "spark.databricks.delta.commitInfo.userMetadata": user,
     }
     with session_conf(spark, marks):
-        if changes.upserts and _new_keys_only(spark, schema, path, data, source):
+        if probe and changes.upserts and _new_keys_only(spark, schema, path, data, source):
             upserts = source.where(f"NOT {quote_ident(DELETE_FLAG)}").drop(DELETE_FLAG)
-            upserts.write.format("delta").mode("append").save(path)
-            return
+            writer = upserts.write.format("delta").mode("append").option("userMetadata", user)
+            writer.option("txnAppId", app_id).option("txnVersion", version).save(path)
+            return True
         (
             DeltaTable.forPath(spark, path)
             .alias("t")
@@ -83,6 +105,7 @@ def merge_batch(spark: Any, schema: TableSchema, path: str, changes: TableChange
             .whenNotMatchedInsert(condition=f"NOT {flag}", values=assign)
             .execute()
         )
+    return False
 
 
 def _new_keys_only(spark: Any, schema: TableSchema, path: str, data: pa.Table, source: Any) -> bool:

@@ -22,7 +22,7 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import ColumnChanges, FrameSink, SinkError, TableChanges
 from sparkcdc.sinks.delta import follow, table_follow, tables
 from sparkcdc.sinks.delta.config import DELTA_BEHIND_BATCH_EVENTS, DeltaSinkConfig
-from sparkcdc.sinks.delta.merge import merge_batch
+from sparkcdc.sinks.delta.merge import AppendProbes, merge_batch
 from sparkcdc.sinks.delta.session import driver_session, failing
 from sparkcdc.sinks.delta.snapshot import write_wave
 
@@ -43,6 +43,7 @@ class DeltaSink(FrameSink):
         self._config = config
         self._spark = driver_session(config.describe())
         self._columns: dict[str, set[str]] = {}
+        self._probes = AppendProbes()  # which batches ask whether they may append (merge.py)
 
     @property
     def session(self) -> Any:
@@ -108,7 +109,9 @@ class DeltaSink(FrameSink):
             raise SinkError(f"a binlog batch of {schema.table} has no offset; cannot apply it exactly once")
         with failing(f"merging a binlog batch of {schema.table} up to {end}", path):
             self._ensure_columns(schema, path)
-            merge_batch(self._spark, schema, path, changes, end)
+            probe = bool(changes.upserts) and self._probes.due(path)
+            if not merge_batch(self._spark, schema, path, changes, end, probe) and probe:
+                self._probes.held(path)
             self._committed(path)
 
     def _ensure_columns(self, schema: TableSchema, path: str) -> None:
