@@ -34,7 +34,7 @@ __all__ = ["Gathering", "Waiting", "absorb", "gather", "gathering"]
 
 Waiting = NativeBatch | NativeDdl | NativeStopped | BaseException | None  # what the queue handed over
 
-# Batches the follower keeps converted at least (FollowSettings' own default).
+# Full batches the follower keeps converted at least (FollowSettings' own default).
 _MIN_CAPACITY = 4
 # How long a full batch's successor is waited for. A decoder that is behind answers the next full
 # batch as soon as it has decoded it; a partial one (the backlog's tail) comes only after its batch
@@ -54,9 +54,10 @@ class Gathering:
     wait_seconds: float = 0.0
 
     def capacity(self, batch_rows: int) -> int:
-        """Converted batches the follower may hold: enough to fill one gathered batch while the
-        sink applies the previous one, so memory stays bounded by about twice ``limit`` events."""
-        return max(_MIN_CAPACITY, -(-self.limit // max(1, batch_rows)))
+        """Events of converted batches the follower may hold: enough to fill one gathered batch
+        while the sink applies the previous one, however small the decoder cut each batch (by its
+        interval, behind a slow sink), so memory stays bounded by about twice ``limit`` events."""
+        return max(_MIN_CAPACITY * max(1, batch_rows), self.limit)
 
 
 def gathering(sink: object, spec: BinlogSpec) -> Gathering:

@@ -6,8 +6,8 @@ an offset, reduces whole transactions to the last image per key and answers one 
 each ending at a transaction boundary. A thread of this process reads the lines and converts the
 surviving rows to canonical values (the same converters as catch-up ranges: native.py) onto a
 bounded queue, so the decoder decodes, this thread converts and the caller's sink commits at the
-same time; a caller that commits slowly fills the queue and the pipe, which slows the decoder
-instead of growing memory.
+same time; a caller that commits slowly fills the queue (bounded by the events it holds) and the
+pipe, which slows the decoder instead of growing memory.
 
 A DDL statement comes as :class:`NativeDdl` for the caller to judge with the same rules as the
 Python reader (the sink's own DDL on a shared server concerns no captured table). Where the stream
@@ -19,9 +19,9 @@ python-mysql-replication.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
-import queue
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -45,7 +45,7 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.errors import SourceError
 from sparkcdc.mysql.schema import TableSchema
 
-__all__ = ["FollowSettings", "NativeBatch", "NativeDdl", "NativeFollower", "NativeStopped"]
+__all__ = ["FollowSettings", "NativeBatch", "NativeDdl", "NativeFollower", "NativeStopped", "WaitingItems"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,10 @@ class FollowSettings:
     batch_events: int
     batch_millis: int
     heartbeat_seconds: int
-    capacity: int = 4  # converted batches waiting for the caller
+    # Events of converted batches waiting for the caller (0: four full batches); one batch always
+    # fits. Counted in events, not batches: a caller gathering what waits (engine/batch_sizing.py)
+    # finds a backlog's worth even when the decoder cut each batch by its interval, not its size.
+    capacity_events: int = 0
     changes: bool = False  # every change in order (a sink that keeps a log), not net effects
     lines: bool = False  # with changes: the changelog's lines, rendered by the decoder where it can
     load: bool = False  # without changes: the upserts' LOAD DATA text too, where the decoder can
@@ -122,7 +125,8 @@ class NativeFollower:
         self._request = json.dumps(request).encode()
         self._binary, self._schemas, self._start = binary, dict(schemas), start
         self._logs = settings.changes
-        self._queue: queue.Queue[Item | BaseException] = queue.Queue(settings.capacity)
+        capacity = settings.capacity_events or 4 * max(1, settings.batch_events)
+        self._queue = WaitingItems(capacity)
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread = threading.Thread(target=self._read, name="sparkcdc-binlogdec-follow", daemon=True)
         self._closing = threading.Event()
@@ -140,9 +144,8 @@ class NativeFollower:
     def get(self, timeout: float) -> NativeBatch | NativeDdl | NativeStopped | None:
         """The next batch, the stop, or None when nothing came within ``timeout`` seconds; a
         failure of the decoder is raised here."""
-        try:
-            item = self._queue.get(timeout=timeout)
-        except queue.Empty:
+        item = self._queue.get(timeout)
+        if item is None:
             return None
         if isinstance(item, BaseException):
             raise item
@@ -161,9 +164,7 @@ class NativeFollower:
                 proc.kill()
                 proc.wait()
         while self._thread.is_alive():  # unblock a thread waiting for room in the queue
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
+            if self._queue.get(0.0) is None:
                 self._thread.join(timeout=0.1)
 
     # -- the reading thread ----------------------------------------------------------------------
@@ -211,12 +212,45 @@ class NativeFollower:
 
     def _put(self, item: Item | BaseException) -> bool:
         while not self._closing.is_set():
-            try:
-                self._queue.put(item, timeout=0.2)
+            if self._queue.put(item, timeout=0.2):
                 return True
-            except queue.Full:
-                continue
         return False
+
+
+class WaitingItems:
+    """The follower's items for the caller, bounded by the events of the batches among them (at
+    least one item always fits, so a batch larger than the bound is not stuck)."""
+
+    def __init__(self, capacity_events: int) -> None:
+        self._capacity = capacity_events
+        self._items: collections.deque[tuple[Item | BaseException, int]] = collections.deque()
+        self._held = 0
+        self._changed = threading.Condition()
+
+    def put(self, item: Item | BaseException, timeout: float) -> bool:
+        """Queue ``item`` when there is room within ``timeout`` seconds; whether it was queued."""
+        weight = max(1, item.events) if isinstance(item, NativeBatch) else 1
+
+        def room() -> bool:
+            return not self._items or self._held + weight <= self._capacity
+
+        with self._changed:
+            if not self._changed.wait_for(room, timeout):
+                return False
+            self._items.append((item, weight))
+            self._held += weight
+            self._changed.notify_all()
+            return True
+
+    def get(self, timeout: float) -> Item | BaseException | None:
+        """The oldest item, or None when none came within ``timeout`` seconds."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: bool(self._items), timeout):
+                return None
+            item, weight = self._items.popleft()
+            self._held -= weight
+            self._changed.notify_all()
+            return item
 
 
 def _offset(position: Mapping[str, Any]) -> BinlogOffset:
