@@ -343,6 +343,18 @@ def run_sparkcdc(
     return Run(process.returncode, seconds, rss.peak, rss.cpu, lines, marks, cpu_marks)
 
 
+def delta_commit_infos(table: Path) -> list[dict[str, Any]]:
+    """The ``commitInfo`` of every commit in a Delta table's log, in version order (read from its
+    JSON files, no Spark)."""
+    infos = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text(encoding="utf-8").splitlines():
+            info = json.loads(line).get("commitInfo") if line.strip() else None
+            if info:
+                infos.append(info)
+    return infos
+
+
 def checkpoint_document(state_dir: Path, pipeline: str) -> dict[str, Any] | None:
     try:
         document: dict[str, Any] = json.loads((state_dir / f"{pipeline}.checkpoint.json").read_text())

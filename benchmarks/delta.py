@@ -24,7 +24,6 @@ Ratios are against the changelog sink of the same run. Results go to
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
@@ -37,6 +36,7 @@ from benchsupport import (
     changelog_sink,
     checkpoint_document,
     cpu_seconds,
+    delta_commit_infos,
     jdbc_sink,
     machine,
     mib,
@@ -99,19 +99,17 @@ def merge_commits(table: Path) -> list[dict[str, int]]:
     and Delta's own timings (``operationMetrics``) — how many MERGEs a backlog took, and where
     their time went."""
     merges = []
-    for commit in sorted((table / "_delta_log").glob("*.json")):
-        for line in commit.read_text().splitlines():
-            info = json.loads(line).get("commitInfo") if line.strip() else None
-            if info and info.get("operation") == "MERGE":
-                metrics = info.get("operationMetrics", {})
-                merges.append(
-                    {
-                        "source_rows": int(metrics.get("numSourceRows", 0)),
-                        "execution_ms": int(metrics.get("executionTimeMs", 0)),
-                        "scan_ms": int(metrics.get("scanTimeMs", 0)),
-                        "rewrite_ms": int(metrics.get("rewriteTimeMs", 0)),
-                    }
-                )
+    for info in delta_commit_infos(table):
+        if info.get("operation") == "MERGE":
+            metrics = info.get("operationMetrics", {})
+            merges.append(
+                {
+                    "source_rows": int(metrics.get("numSourceRows", 0)),
+                    "execution_ms": int(metrics.get("executionTimeMs", 0)),
+                    "scan_ms": int(metrics.get("scanTimeMs", 0)),
+                    "rewrite_ms": int(metrics.get("rewriteTimeMs", 0)),
+                }
+            )
     return merges
 
 

@@ -58,6 +58,7 @@ from benchsupport import (
     REPO,
     changelog_sink,
     checkpoint_document,
+    delta_commit_infos,
     jdbc_sink,
     machine,
     mib,
@@ -70,6 +71,7 @@ from rich.table import Table
 
 from sparkcdc.core.checkpoint import decode
 from sparkcdc.core.offsets import BinlogOffset
+from sparkcdc.sinks.delta.config import commit_metadata
 
 PEERS = REPO.parent / "shared" / "peers" / "bench.py"
 WORK = BENCH_DIR / "stream"
@@ -209,10 +211,9 @@ def delta_commits(lake: Path) -> str:
     into a table that starts empty are appends (sinks/delta/merge.py), updates of rows it holds
     MERGEs. "" when there is no Delta table."""
     operations: dict[str, int] = {}
-    for commit in sorted(lake.glob("*/*/_delta_log/*.json")):
-        for line in commit.read_text(encoding="utf-8").splitlines():
-            info = json.loads(line).get("commitInfo") if line.strip() else None
-            if info and '"phase":"binlog"' in (info.get("userMetadata") or "").replace(" ", ""):
+    for table in sorted(lake.glob("*/*/_delta_log")):
+        for info in delta_commit_infos(table.parent):
+            if (commit_metadata(info.get("userMetadata")) or {}).get("phase") == "binlog":
                 operations[info["operation"]] = operations.get(info["operation"], 0) + 1
     return ", ".join(f"{n} {op.lower()}" for op, n in sorted(operations.items()))
 

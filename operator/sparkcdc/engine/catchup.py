@@ -56,7 +56,13 @@ from sparkcdc.sinks.base import Sink
 from sparkcdc.spark.catchup_tasks import RangeContext, RangeResult, read_range
 from sparkcdc.spark.session import takes_jobs, warm_up
 
-__all__ = ["CatchupRunner", "CatchupSettings", "applies_net_effects", "catchup_settings"]
+__all__ = [
+    "CatchupRunner",
+    "CatchupSettings",
+    "applies_net_effects",
+    "catchup_settings",
+    "net_images_suffice",
+]
 
 _MIN_RANGE_BYTES = 64 * 1024
 _MAX_RANGE_BYTES = 64 * 1024 * 1024  # bounds what one task holds and the driver absorbs per range
@@ -94,7 +100,14 @@ def applies_net_effects(spec: CdcPipelineSpec) -> bool:
     """Whether the sink needs only each key's net change of a stretch (catch-up ranges and the
     native live path reduce to that): no per-row origin in metadata columns, no images of deleted
     rows kept, a target that holds rows rather than a log of changes."""
-    return spec.sink.type == "jdbc" and not spec.sink.metadata_columns and spec.sink.delete_mode != "soft"
+    return spec.sink.type == "jdbc" and net_images_suffice(spec)
+
+
+def net_images_suffice(spec: CdcPipelineSpec) -> bool:
+    """Whether a sink of rows (JDBC, Delta) needs no more than each key's last image: no per-row
+    origin in metadata columns, no images of deleted rows kept."""
+    sink = spec.sink
+    return not getattr(sink, "metadata_columns", ()) and getattr(sink, "delete_mode", "hard") != "soft"
 
 
 def _decode_in_driver(choice: InDriver, spark_ready: bool) -> bool:

@@ -44,7 +44,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
 from sparkcdc.engine.backlog import BacklogProbe
 from sparkcdc.engine.batch_sizing import Gathering, Waiting, gather
-from sparkcdc.engine.catchup import applies_net_effects
+from sparkcdc.engine.catchup import applies_net_effects, net_images_suffice
 from sparkcdc.mysql.binlog.follow import NativeBatch, NativeDdl, NativeFollower, NativeStopped
 from sparkcdc.mysql.binlog.native import decoder_path, native_eligible
 from sparkcdc.mysql.binlog.reader import DdlStatement
@@ -67,9 +67,8 @@ def native_decoder(spec: CdcPipelineSpec, options: EngineOptions) -> Path | None
 
 
 def _merges_net_images(spec: CdcPipelineSpec) -> bool:
-    """A Delta sink without per-row metadata or soft deletes: its MERGE applies net last images."""
-    sink = spec.sink
-    return sink.type == "delta" and not sink.metadata_columns and sink.delete_mode != "soft"
+    """A Delta sink whose MERGE applies net last images (catchup.net_images_suffice)."""
+    return spec.sink.type == "delta" and net_images_suffice(spec)
 
 
 def logs_every_change(spec: CdcPipelineSpec) -> bool:
