@@ -145,10 +145,7 @@ func (r *reduced) renderLines(flavor string, chunks [][2]int, l *lineLog) error 
 		go func(part *lineLog, run [][2]int) {
 			defer done.Done()
 			for _, span := range run {
-				err := r.renderChunk(flavor, span, func(c change, before, after []interface{}, _ []byte) error {
-					return r.appendRecords(part, c, before, after)
-				})
-				if err != nil {
+				if err := r.renderSpan(flavor, span, part); err != nil {
 					failures[w] = err
 					return
 				}
@@ -163,6 +160,66 @@ func (r *reduced) renderLines(flavor string, chunks [][2]int, l *lineLog) error 
 		l.absorb(part)
 	}
 	return nil
+}
+
+// renderSpan renders the changes of span into part: straight from their images where the table
+// allows (direct.go), with go-mysql's values for the others.
+func (r *reduced) renderSpan(flavor string, span [2]int, part *lineLog) error {
+	viaValues := func(span [2]int) error {
+		return r.renderChunk(flavor, span, func(c change, before, after []interface{}, _ []byte) error {
+			return r.appendRecords(part, c, before, after)
+		})
+	}
+	table, err := parseTableMap(flavor, r.changes[span[0]].table)
+	if err != nil {
+		return err
+	}
+	plan := newDirectPlan(table, r.spec.Render)
+	if plan == nil {
+		return viaValues(span)
+	}
+	for i := span[0]; i < span[1]; i++ {
+		if !part.appendDirect(plan, r.changes[i]) {
+			if err := viaValues([2]int{i, i + 1}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// appendDirect renders a change's records from its images (appendRecords' lines), or nothing
+// when plan cannot spell one of them.
+func (l *lineLog) appendDirect(plan *directPlan, c change) bool {
+	type record struct {
+		op    string
+		image []byte
+		index int
+	}
+	records := [2]record{{"+I", c.after, 2 * c.index}}
+	count := 1
+	switch c.op {
+	case 'D':
+		records[0] = record{"-D", c.before, 2 * c.index}
+	case 'U':
+		records = [2]record{{"-U", c.before, 2 * c.index}, {"+U", c.after, 2*c.index + 1}}
+		count = 2
+	}
+	b := l.lines.pieceFor()
+	for _, rec := range records[:count] {
+		var ok bool
+		if b, ok = plan.appendData(l.appendHead(b, rec.op), rec.image); !ok {
+			l.lines.rows--
+			return false
+		}
+		b = l.appendTail(b, rec.op, c.at, rec.index)
+	}
+	l.lines.rows += count - 1
+	l.lines.done(b)
+	for _, rec := range records[:count] {
+		l.counted(rec.op, c.at)
+	}
+	return true
 }
 
 // appendChange adds [op, file, pos, index, ts, before, after] to out.

@@ -77,13 +77,8 @@ func (r *reduced) appendRecord(l *lineLog, op string, image []interface{}, at ev
 	if len(image) != len(spec.Columns) {
 		return fmt.Errorf("decoded %d values of an image of %d columns", len(image), len(spec.Columns))
 	}
-	if l.first == nil {
-		l.first = &at
-	}
-	l.ops[op]++
-	b := append(l.lines.pieceFor(), `{"op":"`...)
-	b = append(append(append(b, op...), `","table":`...), l.table...)
-	b = append(b, `,"data":{`...)
+	l.counted(op, at)
+	b := l.appendHead(l.lines.pieceFor(), op)
 	for i, column := range spec.Columns {
 		if i > 0 {
 			b = append(b, ',')
@@ -94,6 +89,27 @@ func (r *reduced) appendRecord(l *lineLog, op string, image []interface{}, at ev
 			return unsupported{fmt.Sprintf("column %s of %s: %v", column.Name, spec.Table, err)}
 		}
 	}
+	l.lines.done(l.appendTail(b, op, at, index))
+	return nil
+}
+
+// counted counts a record of op, the first one's place kept.
+func (l *lineLog) counted(op string, at eventAt) {
+	if l.first == nil {
+		l.first = &at
+	}
+	l.ops[op]++
+}
+
+// appendHead starts a record's line, up to its data's first column.
+func (l *lineLog) appendHead(b []byte, op string) []byte {
+	b = append(b, `{"op":"`...)
+	b = append(append(append(b, op...), `","table":`...), l.table...)
+	return append(b, `,"data":{`...)
+}
+
+// appendTail ends a record's line after its data's last column: its source and id.
+func (l *lineLog) appendTail(b []byte, op string, at eventAt, index int) []byte {
 	b = appendPyString(append(b, `},"source":{"file":`...), at.file)
 	b = strconv.AppendUint(append(b, `,"pos":`...), uint64(at.pos), 10)
 	b = strconv.AppendUint(append(b, `,"ts_ms":`...), uint64(at.ts)*1000, 10)
@@ -106,8 +122,7 @@ func (r *reduced) appendRecord(l *lineLog, op string, image []interface{}, at ev
 	l.hasher.Write(l.scratch)
 	var sum [12]byte
 	b = hex.AppendEncode(b, l.hasher.Sum(sum[:0]))
-	l.lines.done(append(b, "\"}\n"...))
-	return nil
+	return append(b, "\"}\n"...)
 }
 
 // appendPyValue spells one decoded value as json.dumps does its canonical Python value.
@@ -117,15 +132,8 @@ func appendPyValue(b []byte, column renderColumn, v interface{}) ([]byte, error)
 	}
 	switch column.Kind {
 	case "int", "uint", "uint64":
-		quoted := column.Kind == "uint64" // a Decimal in Python: its text
-		if quoted {
-			b = append(b, '"')
-		}
-		if b, ok := appendCanonicalInteger(b, column, v); ok {
-			if quoted {
-				b = append(b, '"')
-			}
-			return b, nil
+		if n, unsigned, ok := integer(v); ok {
+			return appendPyInteger(b, column, n, unsigned), nil
 		}
 	case "float":
 		if f, ok := decodedFloat(v); ok {
@@ -139,20 +147,26 @@ func appendPyValue(b []byte, column renderColumn, v interface{}) ([]byte, error)
 	return nil, fmt.Errorf("value of Go type %T for a %s column", v, column.Kind)
 }
 
-// appendCanonicalInteger writes the canonical integer of a decoded value of an "int", "uint" or
-// "uint64" column: go-mysql reads the bits as signed unless the binlog says the column is
-// unsigned, and an unsigned column's value is never negative (operator/sparkcdc/mysql/types.py).
-func appendCanonicalInteger(b []byte, column renderColumn, v interface{}) ([]byte, bool) {
-	n, unsigned, ok := integer(v)
+// appendPyInteger writes appendInteger's integer as the changelog spells it: quoted for "uint64"
+// (a Decimal in Python: its text).
+func appendPyInteger(b []byte, column renderColumn, n uint64, unsigned bool) []byte {
+	if column.Kind == "uint64" {
+		return append(appendInteger(append(b, '"'), column, n, unsigned), '"')
+	}
+	return appendInteger(b, column, n, unsigned)
+}
+
+// appendInteger writes the canonical integer of a decoded value of an "int", "uint" or "uint64"
+// column: go-mysql reads the bits as signed unless the binlog says the column is unsigned, and an
+// unsigned column's value is never negative (operator/sparkcdc/mysql/types.py).
+func appendInteger(b []byte, column renderColumn, n uint64, unsigned bool) []byte {
 	switch {
-	case !ok:
-		return b, false
 	case unsigned || column.Kind == "uint64":
-		return strconv.AppendUint(b, n, 10), true
+		return strconv.AppendUint(b, n, 10)
 	case column.Kind == "uint" && int64(n) < 0:
-		return strconv.AppendInt(b, int64(n)+int64(1)<<column.Bits, 10), true
+		return strconv.AppendInt(b, int64(n)+int64(1)<<column.Bits, 10)
 	default:
-		return strconv.AppendInt(b, int64(n), 10), true
+		return strconv.AppendInt(b, int64(n), 10)
 	}
 }
 

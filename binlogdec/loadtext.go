@@ -49,8 +49,8 @@ func appendLoadValue(b []byte, column renderColumn, v interface{}) ([]byte, erro
 	}
 	switch column.Kind {
 	case "int", "uint", "uint64":
-		if b, ok := appendCanonicalInteger(b, column, v); ok {
-			return b, nil
+		if n, unsigned, ok := integer(v); ok {
+			return appendInteger(b, column, n, unsigned), nil
 		}
 	case "float":
 		if f, ok := decodedFloat(v); ok {

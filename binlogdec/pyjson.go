@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -61,9 +62,16 @@ func appendPyFloat(b []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(b, "-Infinity"...)
 	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // [-]d[.ddd]e±XX, the shortest round-trip digits
-	mantissa, exponent, _ := strings.Cut(e, "e")
-	x, _ := strconv.Atoi(exponent)
+	var scratch [32]byte
+	e := strconv.AppendFloat(scratch[:0], f, 'e', -1, 64) // [-]d[.ddd]e±XX, the shortest round-trip digits
+	at := bytes.IndexByte(e, 'e')
+	mantissa, x := e[:at], 0
+	for _, c := range e[at+2:] {
+		x = 10*x + int(c-'0')
+	}
+	if e[at+1] == '-' {
+		x = -x
+	}
 	point := x + 1 // the decimal point's place after the first digit, as Python counts it
 	if point <= -4 || point > 16 {
 		return append(b, e...)
@@ -71,15 +79,22 @@ func appendPyFloat(b []byte, f float64) []byte {
 	if mantissa[0] == '-' {
 		b, mantissa = append(b, '-'), mantissa[1:]
 	}
-	digits := strings.Replace(mantissa, ".", "", 1)
+	var digitScratch [24]byte
+	digits := append(append(digitScratch[:0], mantissa[0]), mantissa[min(2, len(mantissa)):]...)
 	switch {
 	case point <= 0:
-		b = append(append(b, "0."...), strings.Repeat("0", -point)...)
+		b = append(b, "0."...)
+		for range -point {
+			b = append(b, '0')
+		}
 		return append(b, digits...)
 	case point < len(digits):
 		return append(append(append(b, digits[:point]...), '.'), digits[point:]...)
 	default:
-		b = append(append(b, digits...), strings.Repeat("0", point-len(digits))...)
+		b = append(b, digits...)
+		for range point - len(digits) {
+			b = append(b, '0')
+		}
 		return append(b, ".0"...)
 	}
 }

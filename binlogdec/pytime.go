@@ -105,11 +105,8 @@ func daysIn(year, month int) int {
 }
 
 func appendPadded(b []byte, n, width int) []byte {
-	s := strconv.Itoa(n)
-	for i := len(s); i < width; i++ {
-		b = append(b, '0')
-	}
-	return append(b, s...)
+	start := len(b)
+	return padLeft(strconv.AppendInt(b, int64(n), 10), start, width)
 }
 
 // appendPyDate writes date.isoformat() quoted, or null for a zero date.
@@ -131,9 +128,16 @@ func appendDate(b []byte, w wallClock) []byte {
 // TIMESTAMP.
 func appendPyDatetime(b []byte, text string, utc bool) ([]byte, error) {
 	w, zero, err := parseWallClock(text, true)
-	epoch := w == wallClock{year: 1970, month: 1, day: 1}
-	if err != nil || zero || utc && epoch {
+	if err != nil || zero {
 		return append(b, "null"...), err
+	}
+	return appendPyWallClock(b, w, utc), nil
+}
+
+// appendPyWallClock is appendPyDatetime of the fields read from the text.
+func appendPyWallClock(b []byte, w wallClock, utc bool) []byte {
+	if utc && w == (wallClock{year: 1970, month: 1, day: 1}) {
+		return append(b, "null"...)
 	}
 	b = append(appendDate(append(b, '"'), w), 'T')
 	b = append(appendPadded(append(appendPadded(b, w.hour, 2), ':'), w.minute, 2), ':')
@@ -144,5 +148,5 @@ func appendPyDatetime(b []byte, text string, utc bool) ([]byte, error) {
 	if utc {
 		b = append(b, "+00:00"...)
 	}
-	return append(b, '"'), nil
+	return append(b, '"')
 }

@@ -55,6 +55,19 @@ func newImageDecoder(flavor string, m *tableMap, columns []int) (*imageDecoder, 
 	return d, d.buildTemplate()
 }
 
+// parseTableMap is m's table map event, as the parser reads it after its format description.
+func parseTableMap(flavor string, m *tableMap) (*replication.TableMapEvent, error) {
+	parser := newParser(flavor)
+	if _, err := parser.Parse(m.format); err != nil {
+		return nil, err
+	}
+	tm, err := parser.Parse(m.raw)
+	if err != nil {
+		return nil, err
+	}
+	return tm.Event.(*replication.TableMapEvent), nil
+}
+
 // narrow makes a table map describe the given columns alone. go-mysql decodes a rows event with
 // the very *TableMapEvent its parser returned for the table id, so images of those columns alone
 // then decode as the full table's would, column by column.
