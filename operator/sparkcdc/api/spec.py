@@ -142,7 +142,10 @@ class DriverResources(ApiModel):
 
     cores: int = Field(default=1, ge=1, le=64, description="CPU cores.")
     memory: Memory = Field(
-        default="1g", description="Memory (Spark units: 512m, 1g; or 2Gi).", json_schema_extra=_MEMORY_SCHEMA
+        default="1g",
+        description="Memory (Spark units: 512m, 1g; or 2Gi); locally, the heap of sparkcdc run's JVM "
+        "(the largest of its pipelines').",
+        json_schema_extra=_MEMORY_SCHEMA,
     )
 
 

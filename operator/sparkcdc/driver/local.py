@@ -19,6 +19,7 @@ from rich.console import Console
 
 from sparkcdc.api.base import SecretKeyRef
 from sparkcdc.api.manifest import LoadedPipeline, Manifest
+from sparkcdc.api.spec import memory_mib
 from sparkcdc.core.fence import pipeline_key
 from sparkcdc.driver.progress import RichProgress
 from sparkcdc.driver.spec_watch import ManifestWatch, manifest_files
@@ -83,6 +84,13 @@ def sink_spark_conf(
     return {}
 
 
+def local_driver_conf(runtimes: Sequence[PipelineRuntime]) -> dict[str, str]:
+    """The local JVM's heap, as a driver pod's: the largest ``spec.spark.driver.memory`` of the
+    pipelines it serves (Spark's launcher reads the setting before the JVM starts)."""
+    mib = max((memory_mib(r.pipeline.spec.spark.driver.memory) for r in runtimes), default=0)
+    return {"spark.driver.memory": f"{mib}m"} if mib else {}
+
+
 def run_local(
     manifest: Manifest,
     state_dir: Path,
@@ -98,14 +106,17 @@ def run_local(
     runtimes = runtimes_of(manifest, engine)
     parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
     conf = sink_spark_conf(runtimes, parallelism, engine)
+    jvm = local_driver_conf(runtimes)
     credentials = manifest_credentials(manifest)
     master = local_master(parallelism)
     spark: Any
     if conf:  # sinks that write from the driver find the session themselves: start it now
-        spark = LazySession(lambda: create_session("sparkcdc-local", master, engine, conf, credentials))
+        spark = LazySession(
+            lambda: create_session("sparkcdc-local", master, engine, {**jvm, **conf}, credentials)
+        )
         spark.get()
     else:  # only RDD jobs: the context alone, started when a snapshot needs it (enumerator.py)
-        spark = LazySession(lambda: create_context("sparkcdc-local", master, engine, None, credentials))
+        spark = LazySession(lambda: create_context("sparkcdc-local", master, engine, jvm, credentials))
     stop = threading.Event()
     files = manifest_files(manifest)
     errors: list[BaseException] = []

@@ -18,7 +18,13 @@ from sparkcdc.api.manifest import Manifest
 from sparkcdc.core.checkpoint import Checkpoint
 from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.tables import TableId
-from sparkcdc.driver.local import manifest_credentials, runtimes_of, sink_spark_conf, with_jvm_log
+from sparkcdc.driver.local import (
+    local_driver_conf,
+    manifest_credentials,
+    runtimes_of,
+    sink_spark_conf,
+    with_jvm_log,
+)
 from sparkcdc.driver.progress import LiveDisplay, stderr_console
 from sparkcdc.exit_codes import EXIT_DIFFERS, EXIT_OK, EXIT_USER_ERROR
 from sparkcdc.options import EngineOptions
@@ -119,7 +125,7 @@ def verify_local(
     own_session = spark is None
     if spark is None:
         parallelism = max(r.pipeline.spec.snapshot.parallelism for r in runtimes)
-        conf = sink_spark_conf(runtimes, parallelism, engine)
+        conf = {**local_driver_conf(runtimes), **sink_spark_conf(runtimes, parallelism, engine)}
         master = local_master(parallelism)
         credentials = manifest_credentials(manifest)
         # Started only if something needs it (a Delta sink, a repair): JDBC chunk checksums are
