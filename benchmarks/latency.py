@@ -1,7 +1,7 @@
 """End-to-end latency: source commit to visible in the sink, under a steady change rate.
 
     .venv/bin/python benchmarks/latency.py [--rate N] [--seconds N] [--batch-interval-ms N]
-                                          [--burst-rate N --burst-seconds N]
+                                          [--burst-rate N --burst-seconds N] [--ddl-at S]
                                           [--rows-per-transaction N] [--results NAME]
 
 Starts a MariaDB (``.bench/latency``) and a running ``sparkcdc run`` (no ``--exit-when-caught-up``)
@@ -15,6 +15,10 @@ and up to one poll interval.
 
 With ``--burst-rate`` the writer runs at that rate for ``--burst-seconds`` halfway through: the
 lag rises while the pipeline works the burst off and falls back once it has.
+
+With ``--ddl-at S`` an ``ALTER TABLE bench.ticks ADD COLUMN`` runs S seconds after the writer
+starts: the Go decoder hands the statement to python-mysql-replication, which follows the schema
+change and hands back; the results say how long the Python reader ran (from its log lines).
 
 Prints p50/p90/p99/max, keeps the run's log in ``.bench/latency-work/NAME.log``, writes
 ``benchmarks/results/NAME.json`` (``--results NAME``, default ``latency``) and plots the lag over
@@ -65,8 +69,16 @@ def _now_us() -> int:
 class Workload:
     """Writer and poller around one running ``sparkcdc run``."""
 
-    def __init__(self, server: Any, phases: list[tuple[int, float]], rows_per_transaction: int) -> None:
+    def __init__(
+        self,
+        server: Any,
+        phases: list[tuple[int, float]],
+        rows_per_transaction: int,
+        ddl_at: float | None = None,
+    ) -> None:
         self.server = server
+        self.ddl_at = ddl_at  # seconds after the writer's start, for ALTER TABLE ... ADD COLUMN
+        self.ddl_seconds: float | None = None  # how long the statement took
         self.phases = phases  # (changes per second, seconds), in order
         self.rows = rows_per_transaction
         self.started_us = 0
@@ -81,6 +93,10 @@ class Workload:
             done = threading.Event()
             poller = threading.Thread(target=self._poll, args=(done,), daemon=True)
             poller.start()
+            if self.ddl_at is not None:
+                threading.Thread(
+                    target=self._alter, args=(time.monotonic() + self.ddl_at,), daemon=True
+                ).start()
             self._write()
             deadline = time.monotonic() + 60
             while len(self.visible) < len(self.committed) and time.monotonic() < deadline:
@@ -136,6 +152,12 @@ class Workload:
                     next_id += self.rows
         finally:
             conn.close()
+
+    def _alter(self, due: float) -> None:
+        time.sleep(max(0.0, due - time.monotonic()))
+        began = time.monotonic()
+        self.server.execute(f"ALTER TABLE {DATABASE}.{TABLE} ADD COLUMN extra INT NULL")
+        self.ddl_seconds = time.monotonic() - began
 
     def _poll(self, done: threading.Event) -> None:
         conn = self.server.root_connection(REPLICA)
@@ -202,6 +224,20 @@ def _plot(
     console.print(f"chart written to {png}")
 
 
+def python_reader_seconds(lines: list[tuple[float, str]]) -> float:
+    """How long python-mysql-replication read: from each "the Go decoder stops" line of the run's
+    log to the next "... with the Go decoder" (or the log's end)."""
+    total, since = 0.0, None
+    for at, line in lines:
+        if "the Go decoder stops" in line and since is None:
+            since = at
+        elif "with the Go decoder" in line and since is not None:
+            total, since = total + at - since, None
+    if since is not None and lines:
+        total += lines[-1][0] - since
+    return total
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -216,6 +252,9 @@ def main() -> None:
     parser.add_argument("--batch-interval-ms", type=int, default=None, help="spec.binlog.batchIntervalMs")
     parser.add_argument("--burst-rate", type=int, default=0, help="changes per second of a burst halfway")
     parser.add_argument("--burst-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--ddl-at", type=float, default=None, help="ALTER TABLE ... ADD COLUMN this many s in"
+    )
     parser.add_argument("--rows-per-transaction", type=int, default=5)
     parser.add_argument("--results", default="latency", help="results name (and chart's, if not the default)")
     args = parser.parse_args()
@@ -247,7 +286,7 @@ def main() -> None:
             binlog=binlog,
         )
         shutil.rmtree(state, ignore_errors=True)
-        workload = Workload(server, phases, args.rows_per_transaction)
+        workload = Workload(server, phases, args.rows_per_transaction, args.ddl_at)
         total = sum(seconds for _, seconds in phases)
         run = run_sparkcdc(manifest, state, exit_when_caught_up=False, on_start=workload, timeout=total + 600)
         (work / f"{args.results}.log").write_text("".join(f"{at:8.2f}s {line}\n" for at, line in run.lines))
@@ -270,7 +309,10 @@ def main() -> None:
         "max_ms": round(max(latencies), 1),
         "writer_max_behind_schedule_ms": round(workload.behind_schedule * 1000, 1),
         "peak_rss_mib": mib(run.peak_rss),
+        "python_reader_s": round(python_reader_seconds(run.lines), 1),
     }
+    if workload.ddl_seconds is not None:
+        figures["ddl_s"] = round(workload.ddl_seconds, 2)
     results = {
         "benchmark": "latency",
         "machine": started,
@@ -281,6 +323,7 @@ def main() -> None:
             "rows_per_transaction": args.rows_per_transaction,
             "poll_interval_ms": POLL_SECONDS * 1000,
             "batch_interval_ms": args.batch_interval_ms or "default",
+            "ddl_at_s": args.ddl_at,
             "phases": [{"rate_per_second": r, "seconds": t} for r, t in phases],
         },
         "results": figures,
@@ -291,7 +334,7 @@ def main() -> None:
     png = PNG if args.results == "latency" else REPO / "docs" / f"{args.results}_lag.png"
     _plot(results["timeline"], phases, started, png)
     table = Table(title=f"commit → visible in the JDBC sink, {args.rate:,} changes/s for {args.seconds:.0f}s")
-    for column in ("changes", "missing", "p50", "p90", "p99", "max", "peak RSS"):
+    for column in ("changes", "missing", "p50", "p90", "p99", "max", "peak RSS", "Python reader"):
         table.add_column(column, justify="right")
     table.add_row(
         f"{figures['changes']:,}",
@@ -301,6 +344,7 @@ def main() -> None:
         f"{figures['p99_ms']:.0f} ms",
         f"{figures['max_ms']:.0f} ms",
         f"{figures['peak_rss_mib']:,.0f} MiB",
+        f"{figures['python_reader_s']:.1f} s",
     )
     console.print(table)
     console.print(f"results written to {path}")
