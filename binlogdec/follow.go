@@ -229,7 +229,9 @@ func withinTransaction(head string) bool {
 
 // onDDL answers the batch before a DDL statement, then the statement itself, for the caller to
 // judge (it may concern none of its tables: the sink's own DDL when it shares the server): its
-// "at" is the boundary before it, its "end" the one after it, where the stream goes on.
+// "at" is the boundary before it, its "end" the one after it, where the stream goes on. The next
+// batch ends past "end" (without rows, if the stream is idle, once the batch interval passed): a
+// caller that reads on checkpoints past the statement then, not at the next heartbeat.
 func (f *follower) onDDL(q *replication.QueryEvent, end position) error {
 	if f.open {
 		return unsupported{"a DDL statement inside a transaction"}
@@ -255,7 +257,7 @@ func (f *follower) onDDL(q *replication.QueryEvent, end position) error {
 	if _, err := f.out.Write(append(line, "}\n"...)); err != nil {
 		return err
 	}
-	f.last, f.emitted, f.since = end, end, time.Now()
+	f.last, f.since = end, time.Now()
 	return f.out.Flush()
 }
 

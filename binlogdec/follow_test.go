@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -21,5 +24,32 @@ func TestSavepointsAreNeitherDDLNorBoundaries(t *testing.T) {
 		if !isDDL(&replication.QueryEvent{Query: []byte(q)}) {
 			t.Fatalf("%q not taken for DDL", q)
 		}
+	}
+}
+
+// A statement that concerns no captured table is answered for the caller to judge; an idle stream
+// past it is then answered with a batch without rows ending after it, so the caller checkpoints
+// there at once rather than at the source's next heartbeat.
+func TestAnIdleStreamIsAnsweredPastADDLStatement(t *testing.T) {
+	var out bytes.Buffer
+	req := request{Flavor: "mariadb", Follow: &followSpec{BatchEvents: 10, BatchMillis: 1000}}
+	f := &follower{req: req, d: newDecoding(req), out: bufio.NewWriter(&out), gtids: newGTIDPosition("")}
+	f.last = position{File: "binlog.000001", Pos: 100}
+	f.emitted = f.last
+	grant := &replication.QueryEvent{Query: []byte("GRANT SELECT ON *.* TO 'u'@'%'")}
+	if err := f.onDDL(grant, position{File: "binlog.000001", Pos: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.emitIfDue(true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"ddl":"GRANT`) ||
+		!strings.Contains(lines[0], `"at":{"file":"binlog.000001","pos":100}`) ||
+		!strings.HasPrefix(lines[1], `{"end":{"file":"binlog.000001","pos":200},"newest":0,"events":0,`) {
+		t.Fatalf("answered:\n%s", out.String())
+	}
+	if err := f.emitIfDue(true); err != nil || strings.Count(out.String(), "\n") != 2 {
+		t.Fatalf("answered again (%v):\n%s", err, out.String())
 	}
 }

@@ -210,12 +210,14 @@ def test_ddl_is_answered_for_judging_and_unknown_rows_stop_the_decoder(
     stop = binlog_offset(mariadb)
 
     items = follow_items(binary, cfg, schema, start, stop)
-    assert [type(i) for i in items] == [NativeBatch, NativeDdl, NativeStopped], items
-    batch, ddl, stopped = items
+    assert [type(i) for i in items] == [NativeBatch, NativeDdl, NativeBatch, NativeStopped], items
+    batch, ddl, past, stopped = items
     assert isinstance(batch, NativeBatch) and batch.end == before_ddl
     assert batch.changes[schema.table].upserts == {(1,): {"id": 1, "v": "a"}, (2,): {"id": 2, "v": "b"}}
     assert isinstance(ddl, NativeDdl) and ddl.at == before_ddl and ddl.statement.offset == after_ddl
     assert "ADD COLUMN w" in ddl.statement.query
+    # A batch without rows past the statement, where a caller it does not concern checkpoints.
+    assert isinstance(past, NativeBatch) and past.end == after_ddl and past.events == 0
     # The row with three columns: the caller reads on from after the DDL with Python.
     assert isinstance(stopped, NativeStopped) and stopped.end == after_ddl and "columns" in stopped.why
 
