@@ -147,6 +147,8 @@ var directCases = []directCase{
 	{mysql.MYSQL_TYPE_VARCHAR, 200, renderColumn{Name: "vc", Kind: "text"}, textBytes(1)},
 	{mysql.MYSQL_TYPE_VARCHAR, 1000, renderColumn{Name: "vcl", Kind: "text"}, textBytes(2)},
 	{mysql.MYSQL_TYPE_STRING, uint16(mysql.MYSQL_TYPE_STRING)<<8 | 40, renderColumn{Name: "ch", Kind: "text"}, textBytes(1)},
+	// CHAR(255) in utf8mb4: 1,020 bytes at most, whose length's high bits sit in the type byte.
+	{mysql.MYSQL_TYPE_STRING, 0xCE<<8 | 0xFC, renderColumn{Name: "ch255", Kind: "text"}, textBytes(2)},
 	{mysql.MYSQL_TYPE_BLOB, 2, renderColumn{Name: "tx", Kind: "text"}, textBytes(2)},
 	{mysql.MYSQL_TYPE_VARCHAR, 20, renderColumn{Name: "lat", Kind: "latin1"}, textBytes(1)},
 }
@@ -195,7 +197,8 @@ func TestDirectRenderingIsGoMySQLsValuesRendering(t *testing.T) {
 			got, ok := plan.appendData(nil, image)
 			total++
 			if !ok {
-				if valid && n%50 != 0 && dc.spell.Kind != "text" && dc.spell.Kind != "date" {
+				// (dateBytes' "valid" dates may be impossible days, which are declined.)
+				if valid && n%50 != 0 && dc.spell.Kind != "date" {
 					t.Errorf("%s: a valid value % x was not rendered directly", dc.spell.Name, image)
 				}
 				continue
