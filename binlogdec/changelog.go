@@ -170,7 +170,7 @@ func (r *reduced) renderSpan(flavor string, span [2]int, part *lineLog) error {
 			return r.appendRecords(part, c, before, after)
 		})
 	}
-	table, err := parseTableMap(flavor, r.changes[span[0]].table)
+	_, _, table, err := parseTableMap(flavor, r.changes[span[0]].table)
 	if err != nil {
 		return err
 	}

@@ -32,22 +32,16 @@ type imageDecoder struct {
 
 // newImageDecoder decodes images of m's table, or of the given columns of it alone.
 func newImageDecoder(flavor string, m *tableMap, columns []int) (*imageDecoder, error) {
-	parser := newParser(flavor)
-	fde, err := parser.Parse(m.format)
+	parser, format, table, err := parseTableMap(flavor, m)
 	if err != nil {
 		return nil, err
 	}
-	tm, err := parser.Parse(m.raw)
-	if err != nil {
-		return nil, err
-	}
-	table := tm.Event.(*replication.TableMapEvent)
 	if columns != nil {
 		narrow(table, columns)
 	}
 	d := &imageDecoder{
 		parser:  parser,
-		format:  fde.Event.(*replication.FormatDescriptionEvent),
+		format:  format,
 		tableID: table.TableID,
 		columns: int(table.ColumnCount),
 		types:   table.ColumnType,
@@ -55,17 +49,21 @@ func newImageDecoder(flavor string, m *tableMap, columns []int) (*imageDecoder, 
 	return d, d.buildTemplate()
 }
 
-// parseTableMap is m's table map event, as the parser reads it after its format description.
-func parseTableMap(flavor string, m *tableMap) (*replication.TableMapEvent, error) {
+// parseTableMap is m's table map event as a parser reads it after m's format description, with
+// that parser (which then decodes rows events of the table) and the format description.
+func parseTableMap(flavor string, m *tableMap) (
+	*replication.BinlogParser, *replication.FormatDescriptionEvent, *replication.TableMapEvent, error,
+) {
 	parser := newParser(flavor)
-	if _, err := parser.Parse(m.format); err != nil {
-		return nil, err
+	fde, err := parser.Parse(m.format)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	tm, err := parser.Parse(m.raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return tm.Event.(*replication.TableMapEvent), nil
+	return parser, fde.Event.(*replication.FormatDescriptionEvent), tm.Event.(*replication.TableMapEvent), nil
 }
 
 // narrow makes a table map describe the given columns alone. go-mysql decodes a rows event with
