@@ -55,6 +55,17 @@ def _purge_through(case: Case, file: str) -> str:
     )
 
 
+def _purge_before(case: Case, file: str) -> None:
+    """Purge every file older than ``file``, waiting as :func:`_purge_through` does for the
+    server's binlog checkpoint to leave them."""
+
+    def oldest_is_file() -> bool:
+        case.execute(f"PURGE BINARY LOGS TO '{file}'")
+        return str(case.execute("SHOW BINARY LOGS")[0][0]) == file
+
+    wait_until(oldest_is_file, timeout=30, interval=0.3, message=f"the files before {file} to be purged")
+
+
 @pytest.mark.usefixtures("waves_on_spark")  # the snapshot must last for the expiry warning
 def test_binlog_lost(lost_case: Case) -> None:
     case = lost_case
@@ -126,7 +137,7 @@ def test_the_retention_report_warns_before_the_needed_file_is_purged(lost_case: 
     assert by_age.condition[:2] == ("True", "ExpiresSoon")  # two hours left, a three-hour margin
     assert by_age.seconds_left is not None and 7000 < by_age.seconds_left <= 7200
 
-    case.execute(f"PURGE BINARY LOGS TO '{first.current_file}'")  # the needed file is now the oldest
+    _purge_before(case, first.current_file)  # the needed file is now the oldest
     case.execute("FLUSH BINARY LOGS")  # ... and no longer written
     rotated = watch.check()
     assert rotated is not None and rotated.files_before == 0 and rotated.current_file != first.current_file
