@@ -217,7 +217,7 @@ func (l *lineLog) appendDirect(plan *directPlan, c change) bool {
 	l.lines.rows += count - 1
 	l.lines.done(b)
 	for _, rec := range records[:count] {
-		l.counted(rec.op, c.at)
+		l.counted(rec.op, &c.at)
 	}
 	return true
 }

@@ -215,7 +215,7 @@ func (c *directColumn) appendDecimal(b []byte, data []byte) ([]byte, int, bool) 
 		// stands unless its leading digit is more than 6 places right of the point.
 		return append(append(append(b, '"'), text...), '"'), size, true
 	}
-	b, err := appendPyDecimal(b, bytesText(text), c.spell.Scale)
+	b, err := appendPyDecimal(b, string(text), c.spell.Scale) // a copy: scratch stays on the stack
 	return b, size, err == nil
 }
 

@@ -59,6 +59,10 @@ type follower struct {
 	newest  uint32 // the newest event time (Unix seconds) of the batch's rows, for the caller's lag
 }
 
+// outBuffer is the size of the answer's buffer: small parts gather in it, blocks of lines
+// (pieceBytes) pass it by.
+const outBuffer = 64 << 10
+
 func follow(req request, w io.Writer) error {
 	syncer, streamer, err := startSync(req)
 	if err != nil {
@@ -66,7 +70,7 @@ func follow(req request, w io.Writer) error {
 	}
 	defer syncer.Close()
 	f := &follower{
-		req: req, d: newDecoding(req), out: bufio.NewWriterSize(w, 1<<20),
+		req: req, d: newDecoding(req), out: bufio.NewWriterSize(w, outBuffer),
 		file: req.Start.File, since: time.Now(), gtids: newGTIDPosition(req.StartGTID),
 	}
 	f.last = f.gtids.at(req.Start)
@@ -188,6 +192,12 @@ func (f *follower) emit() error {
 		return err
 	}
 	for _, p := range pieces {
+		if len(p) > outBuffer && f.out.Buffered() > 0 {
+			// Emptied first, the buffer passes a block of lines straight to the pipe, uncopied.
+			if err := f.out.Flush(); err != nil {
+				return err
+			}
+		}
 		if _, err := f.out.Write(p); err != nil {
 			return err
 		}
@@ -195,6 +205,7 @@ func (f *follower) emit() error {
 	if err := f.out.Flush(); err != nil {
 		return err
 	}
+	recyclePieces(pieces)
 	f.d.reset(f.req.Tables)
 	f.emitted, f.since, f.newest = f.last, time.Now(), 0
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -41,20 +42,29 @@ type renderColumn struct {
 	Scale int    `json:"scale"`
 }
 
+// lineOps are the operations of the lines, in the order of their counts in lineLog.ops.
+var lineOps = [...]string{"+I", "-U", "+U", "-D"}
+
 // lineLog collects one table's rendered lines.
 type lineLog struct {
-	lines   rowList
-	ops     map[string]int
-	first   *eventAt
-	table   []byte    // the table's name, as JSON
-	hash    []byte    // "table|", the event id's start
-	scratch []byte    // the event id's input
+	lines rowList
+	ops   [len(lineOps)]int // the count of each of lineOps
+	first *eventAt
+	table []byte // the table's name, as JSON
+	hash  []byte // "table|", the event id's start
+	// The lines of one rows event share their source and most of their id's input: kept from the
+	// event's first line for the others (source ends with the id's opening quote, scratch with
+	// the "|" after pos).
+	at      eventAt
+	source  []byte
+	scratch []byte
 	hasher  hash.Hash // blake2b-96, reset for every id
+	sum     [12]byte
 }
 
 func newLineLog(spec *renderSpec) *lineLog {
 	hasher, _ := blake2b.New(12, nil) // fails only for a size outside 1..64 or a long key
-	l := &lineLog{ops: map[string]int{}, table: appendPyString(nil, spec.Table), hasher: hasher}
+	l := &lineLog{table: appendPyString(nil, spec.Table), hasher: hasher}
 	l.hash = append([]byte(spec.Table), '|')
 	return l
 }
@@ -63,8 +73,8 @@ func newLineLog(spec *renderSpec) *lineLog {
 func (l *lineLog) absorb(part *lineLog) {
 	l.lines.pieces = append(l.lines.pieces, part.lines.pieces...)
 	l.lines.rows += part.lines.rows
-	for op, n := range part.ops {
-		l.ops[op] += n
+	for i, n := range part.ops {
+		l.ops[i] += n
 	}
 	if l.first == nil {
 		l.first = part.first
@@ -77,7 +87,7 @@ func (r *reduced) appendRecord(l *lineLog, op string, image []interface{}, at ev
 	if len(image) != len(spec.Columns) {
 		return fmt.Errorf("decoded %d values of an image of %d columns", len(image), len(spec.Columns))
 	}
-	l.counted(op, at)
+	l.counted(op, &at)
 	b := l.appendHead(l.lines.pieceFor(), op)
 	for i, column := range spec.Columns {
 		if i > 0 {
@@ -94,11 +104,17 @@ func (r *reduced) appendRecord(l *lineLog, op string, image []interface{}, at ev
 }
 
 // counted counts a record of op, the first one's place kept.
-func (l *lineLog) counted(op string, at eventAt) {
+func (l *lineLog) counted(op string, at *eventAt) {
 	if l.first == nil {
-		l.first = &at
+		first := *at // a copy: only the first record's place is kept, not every one's
+		l.first = &first
 	}
-	l.ops[op]++
+	for i, known := range lineOps {
+		if op == known {
+			l.ops[i]++
+			return
+		}
+	}
 }
 
 // appendHead starts a record's line, up to its data's first column.
@@ -110,18 +126,22 @@ func (l *lineLog) appendHead(b []byte, op string) []byte {
 
 // appendTail ends a record's line after its data's last column: its source and id.
 func (l *lineLog) appendTail(b []byte, op string, at eventAt, index int) []byte {
-	b = appendPyString(append(b, `},"source":{"file":`...), at.file)
-	b = strconv.AppendUint(append(b, `,"pos":`...), uint64(at.pos), 10)
-	b = strconv.AppendUint(append(b, `,"ts_ms":`...), uint64(at.ts)*1000, 10)
-	b = append(b, `},"id":"`...)
-	l.scratch = append(append(l.scratch[:0], l.hash...), at.file...)
-	l.scratch = strconv.AppendUint(append(l.scratch, '|'), uint64(at.pos), 10)
-	l.scratch = strconv.AppendInt(append(l.scratch, '|'), int64(index), 10)
-	l.scratch = append(append(l.scratch, '|'), op...)
+	if at != l.at || l.source == nil {
+		l.at = at
+		l.source = appendPyString(append(l.source[:0], `},"source":{"file":`...), at.file)
+		l.source = strconv.AppendUint(append(l.source, `,"pos":`...), uint64(at.pos), 10)
+		l.source = strconv.AppendUint(append(l.source, `,"ts_ms":`...), uint64(at.ts)*1000, 10)
+		l.source = append(l.source, `},"id":"`...)
+		l.scratch = append(append(l.scratch[:0], l.hash...), at.file...)
+		l.scratch = append(strconv.AppendUint(append(l.scratch, '|'), uint64(at.pos), 10), '|')
+		l.scratch = slices.Grow(l.scratch, 24) // the index and op are appended in place below
+	}
+	b = append(b, l.source...)
+	id := strconv.AppendInt(l.scratch, int64(index), 10)
+	id = append(append(id, '|'), op...)
 	l.hasher.Reset()
-	l.hasher.Write(l.scratch)
-	var sum [12]byte
-	b = hex.AppendEncode(b, l.hasher.Sum(sum[:0]))
+	l.hasher.Write(id)
+	b = hex.AppendEncode(b, l.hasher.Sum(l.sum[:0]))
 	return append(b, "\"}\n"...)
 }
 
@@ -238,7 +258,7 @@ func integer(v interface{}) (uint64, bool, bool) {
 // pieceFor returns the block to append a line to (lines need no separator).
 func (l *rowList) pieceFor() []byte {
 	if len(l.pieces) == 0 || cap(l.pieces[len(l.pieces)-1])-len(l.pieces[len(l.pieces)-1]) < pieceBytes/16 {
-		l.pieces = append(l.pieces, make([]byte, 0, pieceBytes))
+		l.pieces = append(l.pieces, newPiece())
 	}
 	l.rows++
 	return l.pieces[len(l.pieces)-1]
@@ -257,11 +277,11 @@ func (l *rowList) size() int {
 func (l *lineLog) appendSummary(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `,"lines":`...), int64(l.lines.size()), 10)
 	b = append(b, `,"ops":{`...)
-	for i, op := range []string{"+I", "-U", "+U", "-D"} {
+	for i, op := range lineOps {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(append(append(append(b, '"'), op...), `":`...), int64(l.ops[op]), 10)
+		b = strconv.AppendInt(append(append(append(b, '"'), op...), `":`...), int64(l.ops[i]), 10)
 	}
 	b = append(b, '}')
 	if l.first != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -139,6 +140,37 @@ func (d *imageDecoder) decode(images [][]byte) ([][]interface{}, error) {
 
 // pieceBytes is the size of the blocks output is built in, so it is never copied to grow.
 const pieceBytes = 1 << 20
+
+// freePieces are blocks of answers already written, for the next batch's lines: a new block is
+// large, and the runtime zeroes it. A few batches' worth are kept; the rest go to the collector.
+var freePieces struct {
+	sync.Mutex
+	blocks [][]byte
+}
+
+const keptFreePieces = 32
+
+func newPiece() []byte {
+	freePieces.Lock()
+	defer freePieces.Unlock()
+	if n := len(freePieces.blocks); n > 0 {
+		b := freePieces.blocks[n-1]
+		freePieces.blocks = freePieces.blocks[:n-1]
+		return b
+	}
+	return make([]byte, 0, pieceBytes)
+}
+
+// recyclePieces hands back the blocks of an answer once it is written: nothing may use them after.
+func recyclePieces(pieces [][]byte) {
+	freePieces.Lock()
+	defer freePieces.Unlock()
+	for _, b := range pieces {
+		if cap(b) == pieceBytes && len(freePieces.blocks) < keptFreePieces {
+			freePieces.blocks = append(freePieces.blocks, b[:0])
+		}
+	}
+}
 
 // rowList is a JSON array's rows (without the brackets), in blocks of about pieceBytes.
 type rowList struct {

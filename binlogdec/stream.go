@@ -225,9 +225,17 @@ func newDecoding(req request) *decoding {
 
 // reset forgets what was reduced so far (a batch was answered); the table maps in force stay.
 func (d *decoding) reset(specs []tableSpec) {
+	answered := d.tables
 	d.tables = map[string]*reduced{}
 	for _, t := range specs {
-		d.tables[t.DB+"\x00"+t.Table] = newReduced(t, d.log)
+		key := t.DB + "\x00" + t.Table
+		d.tables[key] = newReduced(t, d.log)
+		if r := answered[key]; r != nil {
+			// The answered batch's changes are written: their slice holds the next batch's, which
+			// is about as long, instead of growing again from nothing.
+			clear(r.changes)
+			d.tables[key].changes = r.changes[:0]
+		}
 	}
 	d.events = 0
 }
