@@ -59,6 +59,8 @@ class ImageColumns(MutableMapping[Key, Row]):
             self._columns = self._checked(columns)
         self._key_at = tuple(key_at)
         self._rows: dict[Key, Row] | None = None
+        self._key_set: set[Key] | None = None  # the keys held, once absorb needed them
+        self._owned: list[list[Any]] | None = None  # the columns, once absorb copied them
 
     def _checked(self, columns: Columns) -> Columns:
         if len(self.names) != len(columns) or len({len(c) for c in columns}) > 1:
@@ -87,24 +89,37 @@ class ImageColumns(MutableMapping[Key, Row]):
         columns = self.columns or [()] * len(self.names)
         return list(zip(*(columns[i] for i in self._key_at), strict=True))
 
-    def followed_by(self, later: Mapping[Key, Row], removed: Iterable[Key] = ()) -> ImageColumns | None:
-        """These images, then ``later``'s, as one set of columns: when ``later`` holds columns of
-        the same names and key and neither it nor ``removed`` (keys deleted after these images)
-        has a key of these, no image here is replaced and the columns join end to end. None
-        otherwise: the caller absorbs row by row. Gathered batches of a backlog stay columns so."""
+    def absorb(self, later: Mapping[Key, Row], removed: Iterable[Key] = ()) -> bool:
+        """Append ``later``'s images to these, column by column, when ``later`` holds columns of the
+        same names and key and neither it nor ``removed`` (keys deleted after these images) has a
+        key of these: no image here is replaced. False otherwise, and nothing changed: the caller
+        absorbs row by row. Gathered batches of a backlog stay columns so; the columns and the set
+        of keys held grow in place, so a run of absorbs costs per row absorbed, not per row held."""
         if not isinstance(later, ImageColumns) or (later.names, later._key_at) != (self.names, self._key_at):
-            return None
+            return False
         mine, theirs = self.columns, later.columns
         if mine is None or theirs is None:
-            return None
-        held = set(self.column_keys())
-        if any(key in held for key in later.column_keys()) or any(key in held for key in removed):
-            return None
-        load = None
+            return False
+        held = self._held_keys()
+        added = later.column_keys()
+        if any(key in held for key in added) or any(key in held for key in removed):
+            return False
+        held.update(added)
         if self._load is not None and later._load is not None:
-            load = LoadText(self._load.text + later._load.text, self._load.rows + later._load.rows)
-        joined = [[*first, *second] for first, second in zip(mine, theirs, strict=True)]
-        return ImageColumns(self.names, joined, self._key_at, load)
+            self._load = LoadText(self._load.text + later._load.text, self._load.rows + later._load.rows)
+        else:
+            self._load = None
+        if self._owned is None:  # the given columns may be the caller's: copied once
+            self._owned = [list(column) for column in mine]
+            self._columns = self._owned
+        for column, more in zip(self._owned, theirs, strict=True):
+            column.extend(more)
+        return True
+
+    def _held_keys(self) -> set[Key]:
+        if self._key_set is None:
+            self._key_set = set(self.column_keys())
+        return self._key_set
 
     def rows(self) -> dict[Key, Row]:
         """The images as rows by key (made on the first call; the columns are dropped then)."""
@@ -115,7 +130,7 @@ class ImageColumns(MutableMapping[Key, Row]):
             self._rows = dict(zip(keys, images, strict=True))
             if len(self._rows) != (len(columns[0]) if columns else 0):
                 raise ValueError("image columns hold two rows of the same key")
-            self._columns, self._load = None, None
+            self._columns, self._load, self._key_set, self._owned = None, None, None, None
         return self._rows
 
     def __len__(self) -> int:

@@ -96,13 +96,11 @@ def _absorbed_as_columns(held: BackfillChanges, net: BackfillChanges) -> bool:
     upserts = held.upserts
     if not isinstance(upserts, ImageColumns) or not isinstance(net.upserts, ImageColumns):
         return False
-    joined = upserts.followed_by(net.upserts, net.deletes)
-    if joined is None:
+    if not upserts.absorb(net.upserts, net.deletes):
         return False
     if held.deletes:  # a key deleted earlier and written again now is an upsert
         held.deletes.difference_update(net.upserts.column_keys())
     held.deletes.update(net.deletes)
-    held.upserts = joined
     return True
 
 

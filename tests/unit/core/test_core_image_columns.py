@@ -77,3 +77,25 @@ def test_columns_made_when_first_asked_for_and_the_load_text_kept_until_rows() -
     short = ImageColumns(NAMES, make, [1], LoadText(b"1\t10\tx\n", 1))
     with pytest.raises(ValueError, match="other rows than their load text"):
         _ = short.columns
+
+
+def test_a_run_of_later_images_is_absorbed_as_columns_until_a_key_repeats() -> None:
+    given = [[1, 2], [10, 20], ["x", "y"]]
+    held = ImageColumns(NAMES, given, key_at=[1, 0], load=LoadText(b"1\n2\n", 2))
+    for n in range(3, 9, 2):  # three later batches of new keys
+        load = LoadText(f"{n}\n{n + 1}\n".encode(), 2)
+        later = ImageColumns(NAMES, [[n, n + 1], [n * 10, n * 10 + 10], ["z", "w"]], [1, 0], load)
+        assert held.absorb(later)
+    assert given == [[1, 2], [10, 20], ["x", "y"]]  # the caller's columns were copied, not grown
+    assert held.columns is not None and held.columns[0] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert held.load_text == LoadText(b"1\n2\n3\n4\n5\n6\n7\n8\n", 8)
+
+    before = [list(column) for column in held.columns]
+    assert not held.absorb(images([(9, 90, "v"), (1, 10, "again")]))  # key (10, 1) repeats
+    assert not held.absorb(images([(9, 90, "v")]), removed=[(20, 2)])  # a held key deleted after
+    assert not held.absorb(ImageColumns(("a", "id"), [[9], [90]], [1, 0]))  # other columns
+    assert [list(column) for column in held.columns] == before  # refused: nothing changed
+
+    assert held.absorb(images([(9, 90, "v")]))  # the set of held keys still says what is held
+    assert held.load_text is None  # the later images had no load text
+    assert len(held) == 9 and held[(90, 9)] == {"a": 9, "id": 90, "b": "v"}
