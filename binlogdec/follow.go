@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -80,16 +81,15 @@ func follow(req request, w io.Writer) error {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		raw, err := streamer.GetEvent(ctx)
 		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			if err := f.emitIfDue(true); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			err = f.emitIfDue(true)
+		case err == nil:
+			err = f.onRaw(raw.RawData)
+		default:
 			return err
 		}
-		if err := f.onRaw(raw.RawData); err != nil {
+		if err != nil {
 			var u unsupported
 			if errors.As(err, &u) {
 				return f.stop(u)
@@ -189,7 +189,8 @@ func (f *follower) emit() error {
 	open = append(append(append(open, `,"newest":`...), strconv.FormatUint(uint64(f.newest), 10)...), `,"events":`...)
 	pieces, err := answerWith(open, f.d.tables, f.d.events, f.req.Flavor)
 	if err != nil {
-		return err
+		// Nothing of the batch is written yet: the caller reads it again the Python way (stop).
+		return unsupported{fmt.Sprintf("rendering the batch after %s:%d: %v", f.emitted.File, f.emitted.Pos, err)}
 	}
 	for _, p := range pieces {
 		if len(p) > outBuffer && f.out.Buffered() > 0 {
@@ -275,9 +276,9 @@ func (f *follower) onDDL(q *replication.QueryEvent, end position) error {
 // stop answers what is reduced up to the last boundary, then where the decoder stops and why.
 func (f *follower) stop(u unsupported) error {
 	if !f.open && f.last != f.emitted {
-		if err := f.emit(); err != nil {
+		if err := f.emit(); err != nil && !errors.As(err, &u) {
 			return err
-		}
+		} // a batch that cannot be rendered is the reason then, and the caller reads it again
 	}
 	// Rows read after the last boundary belong to a transaction the caller reads again.
 	line, err := appendJSON([]byte(`{"unsupported":`), u.why)

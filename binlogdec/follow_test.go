@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -51,5 +52,38 @@ func TestAnIdleStreamIsAnsweredPastADDLStatement(t *testing.T) {
 	}
 	if err := f.emitIfDue(true); err != nil || strings.Count(out.String(), "\n") != 2 {
 		t.Fatalf("answered again (%v):\n%s", err, out.String())
+	}
+}
+
+// A batch the decoder cannot render is not answered: the decoder stops with the reason, and the
+// end it gives is the last batch's, so the caller reads the batch again the Python way.
+func TestABatchThatCannotBeRenderedStopsAtTheLastEnd(t *testing.T) {
+	var out bytes.Buffer
+	spec := tableSpec{DB: "db", Table: "t", Columns: 1, Render: &renderSpec{Table: "db.t",
+		Columns: []renderColumn{{Name: "id", Kind: "int", Bits: 32}}}}
+	req := request{Flavor: "mariadb", Tables: []tableSpec{spec},
+		Follow: &followSpec{BatchEvents: 10, BatchMillis: 1000, Changes: true}}
+	f := &follower{req: req, d: newDecoding(req), out: bufio.NewWriter(&out), gtids: newGTIDPosition("")}
+	f.emitted = position{File: "binlog.000001", Pos: 100}
+	f.last = position{File: "binlog.000001", Pos: 300}
+	// A change whose table map go-mysql cannot parse again at render time.
+	broken := &tableMap{format: []byte{1, 2, 3}, raw: []byte{4, 5, 6}}
+	r := f.d.tables["db\x00t"]
+	r.changes = append(r.changes, change{op: 'I', table: broken, after: []byte{0, 1, 0, 0, 0},
+		at: eventAt{file: "binlog.000001", pos: 200}})
+	f.d.events = 1
+
+	err := f.emitIfDue(true)
+	var u unsupported
+	if !errors.As(err, &u) || out.Len() != 0 {
+		t.Fatalf("emit: %v, answered %q", err, out.String())
+	}
+	if err := f.stop(u); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(out.String())
+	if strings.Count(line, "\n") != 0 || !strings.HasPrefix(line, `{"unsupported":"rendering the batch after binlog.000001:100: `) ||
+		!strings.HasSuffix(line, `,"end":{"file":"binlog.000001","pos":100}}`) {
+		t.Fatalf("answered:\n%s", out.String())
 	}
 }
