@@ -102,7 +102,7 @@ def test_verify_under_concurrent_writes_reports_no_false_difference(replica: Rep
                 if orders.rechecked > 0:
                     break
             assert rechecked[-1] > 0, (
-                f"no chunk differed in the first pass of {rechecked}: the writer never overlapped"
+                f"chunks re-checked per verification {rechecked}: the writer never overlapped one"
             )
         finally:
             writer.stop()
