@@ -276,9 +276,12 @@ func (f *follower) onDDL(q *replication.QueryEvent, end position) error {
 // stop answers what is reduced up to the last boundary, then where the decoder stops and why.
 func (f *follower) stop(u unsupported) error {
 	if !f.open && f.last != f.emitted {
-		if err := f.emit(); err != nil && !errors.As(err, &u) {
-			return err
-		} // a batch that cannot be rendered is the reason then, and the caller reads it again
+		if err := f.emit(); err != nil {
+			// A batch that cannot be rendered is the reason then, and the caller reads it again.
+			if !errors.As(err, &u) {
+				return err
+			}
+		}
 	}
 	// Rows read after the last boundary belong to a transaction the caller reads again.
 	line, err := appendJSON([]byte(`{"unsupported":`), u.why)

@@ -229,13 +229,14 @@ func (d *decoding) reset(specs []tableSpec) {
 	d.tables = map[string]*reduced{}
 	for _, t := range specs {
 		key := t.DB + "\x00" + t.Table
-		d.tables[key] = newReduced(t, d.log)
-		if r := answered[key]; r != nil {
+		r := newReduced(t, d.log)
+		if done := answered[key]; done != nil {
 			// The answered batch's changes are written: their slice holds the next batch's, which
 			// is about as long, instead of growing again from nothing.
-			clear(r.changes)
-			d.tables[key].changes = r.changes[:0]
+			clear(done.changes)
+			r.changes = done.changes[:0]
 		}
+		d.tables[key] = r
 	}
 	d.events = 0
 }
