@@ -28,10 +28,10 @@ def test_spark_image_runs_the_sparkcdc_cli(images: Images) -> None:
 
 
 def test_spark_image_python_side_matches_the_jvm_side(images: Images) -> None:
-    """sparkcdc, pyspark and delta import; the Delta jars in $SPARK_HOME/jars are the installed
+    """sparkcdc, pyspark, delta and deltalake (delta-rs) import; the Delta jars in $SPARK_HOME/jars are the installed
     delta-spark release and the Spark jars the pyspark release."""
     script = (
-        "import os, delta, pyspark, sparkcdc\n"
+        "import os, delta, deltalake, pyspark, sparkcdc\n"
         "from importlib.metadata import version\n"
         "from sparkcdc.options import EngineOptions\n"
         "from sparkcdc.spark.session import delta_conf\n"

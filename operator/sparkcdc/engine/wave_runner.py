@@ -8,8 +8,11 @@ its own source connection, sink and server id, as on an executor), and starts Sp
 own rate says the splits left would keep it busy for longer than ``SPARK_WORTH_SECONDS``
 (``core/waves.py``). Waves go to Spark as soon as it and its workers are up; until then the driver
 goes on reading, so executor start-up costs no snapshot time. A sink that writes with Spark from
-the driver (Delta) needs Spark for every wave and starts it at once; a session started before
-the snapshot (the operator's driver pod, ``make demo``) takes the waves once its workers are up.
+the driver (Delta) starts it at once for its own writes; its waves still run in the driver while
+they are cheap there, appended by delta-rs (sinks/delta/arrow_append.py), unless its tables are on
+an object store, which only Spark writes: then every wave is a Spark job. Any other session started
+before the snapshot (the operator's driver pod, ``make demo``) takes the waves once its workers are
+up.
 
 ``spec.snapshot.readInDriver`` (the ``mode``): ``auto`` (the default, as above), ``never`` (every
 wave on Spark, which starts at once), ``always`` (every wave in the driver; Spark is not started).
@@ -28,7 +31,7 @@ from typing import Any
 from sparkcdc.core.waves import SPARK_WORTH_SECONDS, spark_worth_starting
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.options import InDriver
-from sparkcdc.sinks.base import SinkConfig, writes_in_driver
+from sparkcdc.sinks.base import SinkConfig, writes_in_driver, writes_splits
 from sparkcdc.spark.session import takes_jobs, warm_up
 from sparkcdc.spark.snapshot import SnapshotTask, SplitSummary, WaveContext, run_wave, run_wave_in_threads
 
@@ -64,7 +67,7 @@ class WaveRunner:
         self._sink = sink
         self._workers = workers
         self._listener = listener
-        self._mode: InDriver = "never" if writes_in_driver(sink) else mode
+        self._mode: InDriver = mode if writes_splits(sink) else "never"
         self._warm: threading.Event | None = None  # set once Spark's start-up thread is done
         self._on_spark = threading.Event()  # a wave was submitted to Spark
         self._driver_splits = 0
@@ -75,7 +78,8 @@ class WaveRunner:
         """Called before planning: start Spark now unless waves may run in the driver, so the
         JVM boots while the splits are planned and the sink prepared. A session the caller
         started already (not a ``LazySession`` waiting for first use) is used once it is warm."""
-        already_started = getattr(self._spark, "started", True)
+        # A Delta sink's session is up for its own writes, not because the waves need it.
+        already_started = getattr(self._spark, "started", True) and not writes_in_driver(self._sink)
         if self._mode == "never" or (self._mode == "auto" and already_started):
             self._start_spark("")
 

@@ -36,6 +36,7 @@ __all__ = [
     "TableSchemaError",
     "start_fenced",
     "writes_in_driver",
+    "writes_splits",
 ]
 
 
@@ -172,8 +173,9 @@ class FrameSink(Sink, Protocol):
     """A sink that writes with Spark from the driver (Delta Lake).
 
     Its configuration has ``writes_in_driver = True``. The snapshot then never opens it in a
-    task: the tasks only read their splits, and their rows stay in the JVM as the DataFrame
-    ``rows`` (built on ``session``), which the sink writes in one commit per wave and table.
+    Spark task: the tasks only read their splits, and their rows stay in the JVM as the DataFrame
+    ``rows`` (built on ``session``), which the sink writes in one commit per wave and table. The
+    driver's own threads may open it and ``write_split`` when its configuration ``writes_splits``.
     """
 
     @property
@@ -191,6 +193,13 @@ class FrameSink(Sink, Protocol):
 def writes_in_driver(config: SinkConfig) -> bool:
     """True for configurations of ``FrameSink``s."""
     return bool(getattr(config, "writes_in_driver", False))
+
+
+def writes_splits(config: SinkConfig) -> bool:
+    """Whether the sink writes snapshot splits where they are read (``write_split``): every sink
+    but a ``FrameSink``, unless its configuration says it can (``writes_splits``: Delta on the
+    local file system)."""
+    return not writes_in_driver(config) or bool(getattr(config, "writes_splits", False))
 
 
 def start_fenced(config: SinkConfig, fence: Fence) -> SinkConfig:

@@ -95,6 +95,52 @@ class Checks:
         )
         print("ok types_round_trip", flush=True)
 
+    def splits_from_arrow(self) -> None:
+        """Splits the driver reads on its own threads (``write_split``): appended by delta-rs in
+        every type as Spark writes them; a split read again over rows already there is replaced
+        by Spark; Spark's MERGE then updates rows in delta-rs' files."""
+        schema = self.schema("types")
+        data = source_rows(self.source, schema)
+        sink = DeltaSinkConfig(str(self.lake / "splits")).open()
+        sink.prepare([schema])
+        rows = sorted(data.to_pylist(), key=lambda r: r["id"])
+        middle = rows[len(rows) // 2]["id"]
+        low = [r for r in rows if r["id"] < middle]
+        high = [r for r in rows if r["id"] >= middle]
+        first = SnapshotSplit(schema.table, 0, None, (middle,))
+        second = SnapshotSplit(schema.table, 1, (middle,), None)
+        hw = BinlogOffset("binlog.000001", 4)
+        sink.write_split(schema, second, pa.Table.from_pylist(high, schema=data.schema), hw)
+        sink.write_split(schema, first, pa.Table.from_pylist(low, schema=data.schema), hw)
+        self.expect(sink, schema, data, "types appended by delta-rs")
+        engines = self.engines(sink, schema)
+        assert engines == ["Apache-Spark", "delta-rs", "delta-rs"], engines
+        # Read again after a crash, with a row the source changed since: Spark replaces the range.
+        again = [r | {"s": "read again"} if r["id"] == low[0]["id"] else r for r in low]
+        sink.write_split(schema, first, pa.Table.from_pylist(again, schema=data.schema), hw)
+        assert self.engines(sink, schema)[-1] == "Apache-Spark", self.engines(sink, schema)
+        model = {r["id"]: r for r in again + high}
+        self.expect(sink, schema, pa.Table.from_pylist(list(model.values()), schema=data.schema), "re-read")
+        changed = high[-1] | {"s": "merged"}
+        end = BinlogOffset("binlog.000001", 900)
+        changes = TableChanges(schema.table, {(changed["id"],): changed}, [(high[0]["id"],)], end=end)
+        sink.apply_changes(schema, changes)
+        model[changed["id"]] = changed
+        del model[high[0]["id"]]
+        self.expect(sink, schema, pa.Table.from_pylist(list(model.values()), schema=data.schema), "merged")
+        print("ok splits_from_arrow", flush=True)
+
+    def engines(self, sink: DeltaSink, schema: TableSchema) -> list[str]:
+        """The engine of each commit of the table (its log's ``commitInfo.engineInfo``)."""
+        log_dir = Path(sink._config.table_path(schema)) / "_delta_log"
+        out = []
+        for commit in sorted(log_dir.glob("*.json")):
+            for line in commit.read_text().splitlines():
+                info = json.loads(line).get("commitInfo")
+                if info is not None:
+                    out.append(str(info.get("engineInfo", "")).split("/")[0].split(":")[0])
+        return out
+
     def replay_is_idempotent(self) -> None:
         """A batch applied again — right away or after later batches — changes nothing."""
         schema = self.schema("replay")
@@ -174,8 +220,9 @@ class Checks:
         print("ok merge_touches_its_files", flush=True)
 
     def appends_new_keys(self) -> None:
-        """A batch whose keys lie past every row of the table is one append commit, replayed
-        exactly once; a batch reaching into the table's keys is a MERGE again."""
+        """A batch whose keys lie past every row of the table is one append commit (by delta-rs,
+        on a local path), replayed exactly once; a batch reaching into the table's keys is a
+        MERGE again."""
         schema = self.schema("replay")
         sink = DeltaSinkConfig(str(self.lake / "appends")).open()
         sink.prepare([schema])
@@ -195,6 +242,8 @@ class Checks:
         sink.apply_changes(schema, batch(200, [50, 700], [10]))
         operations = [(h[1], (commit_metadata(h[2]) or {}).get("offset")) for h in self.history(sink, schema)]
         assert operations[-2:] == [("WRITE", "b.000001:100"), ("MERGE", "b.000001:200")], operations
+        engines = self.engines(sink, schema)  # the append asked Spark nothing (arrow_append.py)
+        assert engines[-2:] == ["delta-rs", "Apache-Spark"], engines
         got = {r["id"]: r["v"] for r in self.read(sink, schema).to_pylist()}
         want = {i: f"s{i}" for i in range(100) if i != 10} | {i: f"b100-{i}" for i in range(500, 600)}
         assert got == want | {50: "b200-50", 700: "b200-700"}, sorted(set(got.items()) ^ set(want.items()))
@@ -356,6 +405,7 @@ class Checks:
 def _sink_checks(request: dict[str, Any], spark: Any) -> None:
     checks = Checks(request, spark)
     checks.types_round_trip()
+    checks.splits_from_arrow()
     checks.replay_is_idempotent()
     checks.merge_touches_its_files()
     checks.appends_new_keys()

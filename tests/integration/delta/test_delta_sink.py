@@ -1,5 +1,6 @@
 """The Delta sink on its own, in one Delta-enabled Spark (sink_checks.py, run once by the
-``delta_checks`` fixture): every MySQL type through snapshot and MERGE, replayed binlog batches
+``delta_checks`` fixture): every MySQL type through snapshot and MERGE, snapshot splits appended
+from Arrow by delta-rs (and re-written by Spark when their range holds rows), replayed binlog batches
 (exactly once), a MERGE touching only its keys' files, a batch of new keys appended, split ranges
 of a case-insensitive string key re-written exactly, a tail split re-cut after a crash, a table
 whose creation a kill cut off, added columns (with the source default for existing rows, and
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.timeout(2400)
 
 SINK_CHECKS = [
     "ok types_round_trip",
+    "ok splits_from_arrow",
     "ok replay_is_idempotent",
     "ok merge_touches_its_files",
     "ok appends_new_keys",

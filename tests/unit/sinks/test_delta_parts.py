@@ -21,8 +21,9 @@ from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.options import EngineOptions
-from sparkcdc.sinks.base import AddedColumn, SinkError, writes_in_driver
+from sparkcdc.sinks.base import AddedColumn, SinkError, writes_in_driver, writes_splits
 from sparkcdc.sinks.delta import DeltaSinkConfig, commit_metadata, txn_version
+from sparkcdc.sinks.delta.arrow_append import local_table_path
 from sparkcdc.sinks.delta.ledger import Ledger as _Ledger
 from sparkcdc.sinks.delta.merge import AppendProbes
 from sparkcdc.sinks.delta.merge import changes_table as _changes_table
@@ -237,6 +238,7 @@ def test_factory_and_configuration() -> None:
     )
     config = sink_config(spec, None)
     assert isinstance(config, DeltaSinkConfig) and writes_in_driver(config)
+    assert not writes_splits(config)  # an object store: only Spark writes it
     assert config.merge_schema and config.optimize_every_commits == 10
     orders = _schema(ID)
     assert (
@@ -276,3 +278,13 @@ def test_binlog_batches_tuned_for_merge_unless_the_spec_sets_them() -> None:
     assert (explicit.batch_rows, explicit.batch_interval_ms) == (500, 300)
     one = config.tune_binlog(BinlogSpec.model_validate({"batchIntervalMs": 300}))
     assert (one.batch_rows, one.batch_interval_ms) == (DELTA_BATCH_ROWS, 300)
+
+
+def test_only_local_tables_take_splits_from_the_driver_threads() -> None:
+    assert local_table_path("/lake/shop") == "/lake/shop"
+    assert local_table_path("file:///lake/shop") == "/lake/shop"
+    assert local_table_path("file://localhost/lake") == "/lake"
+    for remote in ("s3a://lake/shop", "abfss://c@a.dfs.core.windows.net/x", "gs://b/x", "lake/relative"):
+        assert local_table_path(remote) is None, remote
+    assert writes_splits(DeltaSinkConfig("/lake")) and writes_splits(DeltaSinkConfig("file:///lake"))
+    assert not writes_splits(DeltaSinkConfig("s3a://lake"))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APP_ID",
     "DELTA_BEHIND_BATCH_EVENTS",
+    "CommitMarks",
     "DeltaSinkConfig",
     "commit_metadata",
     "metadata",
@@ -61,6 +62,16 @@ def commit_metadata(user_metadata: str | None) -> dict[str, Any] | None:
     return part if isinstance(part, dict) else None
 
 
+@dataclass(frozen=True)
+class CommitMarks:
+    """A binlog commit's idempotent-write marks (application id and version, which Delta keeps
+    per application and skips a write at or below) and its ``userMetadata``."""
+
+    app_id: str
+    version: int
+    user_metadata: str
+
+
 def metadata(phase: str, table: TableId, **fields: Any) -> str:
     """A commit's ``userMetadata``: which phase wrote it, for which table, and its details."""
     return json.dumps({_META: {"phase": phase, "table": str(table), **fields}}, separators=(",", ":"))
@@ -76,6 +87,14 @@ class DeltaSinkConfig:
     merge_schema: bool = True
     # A FrameSink: the snapshot hands it DataFrames in the driver (sinks/base.py).
     writes_in_driver: ClassVar[bool] = True
+
+    @property
+    def writes_splits(self) -> bool:
+        """Whether the driver's own threads may write snapshot splits too (``write_split``):
+        delta-rs appends them to tables on the local file system (arrow_append.py)."""
+        from sparkcdc.sinks.delta.arrow_append import local_table_path
+
+        return local_table_path(self.path) is not None
 
     def open(self) -> DeltaSink:
         from sparkcdc.sinks.delta.sink import DeltaSink

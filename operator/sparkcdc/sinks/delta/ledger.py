@@ -8,7 +8,7 @@ a wave whose ranges overlap none of them can append instead of replacing (``snap
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +17,10 @@ from sparkcdc.core.keys import KeyOrder
 from sparkcdc.core.splits import Key
 from sparkcdc.sinks.delta.config import commit_metadata
 
-__all__ = ["Ledger", "table_ledger"]
+__all__ = ["Ledger", "rs_table_ledger", "table_ledger"]
 
 Range = tuple[Key | None, Key | None]
+HistoryRow = tuple[int, str, str | None]
 
 # Commits that change no rows: they keep a table's snapshot history "clean".
 _METADATA_ONLY = {
@@ -48,7 +49,7 @@ class Ledger:
     clean: bool = True
     ranges: list[Range] = field(default_factory=list)
 
-    def add(self, rows: Sequence[tuple[int, str, str | None]]) -> None:
+    def add(self, rows: Sequence[HistoryRow]) -> None:
         for version, operation, user_metadata in sorted(rows, key=lambda r: r[0]):
             if version <= self.version:
                 continue
@@ -99,21 +100,39 @@ def table_ledger(spark: Any, path: str) -> Ledger:
     from delta.tables import DeltaTable
 
     table = DeltaTable.forPath(spark, path)
-    rows = _history(table, _RECENT)
+    return _brought_up(path, lambda limit: _history(table, limit))
+
+
+def rs_table_ledger(table: Any, path: str) -> Ledger:
+    """The same ledger read by delta-rs from ``table`` (a ``deltalake.DeltaTable`` of ``path``),
+    without Spark (arrow_append.py)."""
+
+    def history(limit: int | None) -> list[HistoryRow]:
+        return [
+            (int(c["version"]), str(c.get("operation", "")), c.get("userMetadata"))
+            for c in table.history(limit)
+        ]
+
+    return _brought_up(path, history)
+
+
+def _brought_up(path: str, history: Callable[[int | None], list[HistoryRow]]) -> Ledger:
+    rows = history(_RECENT)
     latest = max(r[0] for r in rows)
     with _LOCK:
         ledger = _LEDGERS.get(path)
         if ledger is None or ledger.version > latest:
             ledger = Ledger()
     if latest > ledger.version and min(r[0] for r in rows) > ledger.version + 1:
-        rows = _history(table, None if ledger.version < 0 else latest - ledger.version)
-    ledger.add(rows)
+        rows = history(None if ledger.version < 0 else latest - ledger.version)
+    # Under the lock: the driver's task threads bring the same ledger up to date at once.
     with _LOCK:
+        ledger.add(rows)
         _LEDGERS[path] = ledger
     return ledger
 
 
-def _history(table: Any, limit: int | None) -> list[tuple[int, str, str | None]]:
+def _history(table: Any, limit: int | None) -> list[HistoryRow]:
     """(version, operation, userMetadata) of the latest ``limit`` commits (all when None)."""
     history = table.history() if limit is None else table.history(limit)
     return [

@@ -16,7 +16,9 @@ Where the table holds no row in the batch's key span (new keys past the table's 
 append-mostly table's stream brings, or a table that starts empty), the ``MERGE`` would only
 insert: the batch's upserts are appended instead, with the same marks, in one commit. A ``MERGE``
 costs several times an append per row (its join with the target, then the rewrite), and whether
-the span is empty Delta answers from its files' statistics, mostly without reading a file.
+the span is empty Delta answers from its files' statistics, mostly without reading a file. On the
+local file system delta-rs reads those statistics and appends without a Spark job
+(arrow_append.py).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.mysql.columns import Family
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import TableChanges
-from sparkcdc.sinks.delta.config import APP_ID, metadata, txn_version
+from sparkcdc.sinks.delta.arrow_append import append_batch
+from sparkcdc.sinks.delta.config import APP_ID, CommitMarks, metadata, txn_version
 from sparkcdc.sinks.delta.session import session_conf
 from sparkcdc.sinks.delta.snapshot import scope_sql
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_stored_literal, to_spark_arrow
@@ -73,6 +76,13 @@ def merge_batch(
     from pyspark.sql import functions as F  # noqa: N812
 
     data = changes_table(schema, changes)
+    marks = _commit_marks(schema, changes, end)
+    if probe and changes.upserts:
+        appended = _append_without_spark(path, schema, data, marks)
+        if appended is not None:
+            if appended:
+                return True
+            probe = False  # the files' statistics say the span holds rows
     source = spark.createDataFrame(data, schema=_changes_struct(schema))
     if data.num_rows <= _BROADCAST_ROWS:
         # Spark cannot size an in-memory frame: without the hint the MERGE would shuffle
@@ -80,17 +90,13 @@ def merge_batch(
         source = F.broadcast(source)
     assign: dict[str, str | Any] = {quote_ident(n): f"s.{quote_ident(n)}" for n in schema.column_names}
     flag = f"s.{quote_ident(DELETE_FLAG)}"
-    # Tables merged into one target by a route each keep their own exactly-once version.
-    app_id = f"{APP_ID}:{schema.table}" if schema.scope else APP_ID
-    version = str(txn_version(end))
-    counts = {"upserts": len(changes.upserts), "deletes": len(changes.deletes)}
-    user = metadata("binlog", schema.table, offset=str(end), **counts)
-    marks = {
+    app_id, version, user = marks.app_id, str(marks.version), marks.user_metadata
+    conf = {
         "spark.databricks.delta.write.txnAppId": app_id,
         "spark.databricks.delta.write.txnVersion": version,
         "spark.databricks.delta.commitInfo.userMetadata": user,
     }
-    with session_conf(spark, marks):
+    with session_conf(spark, conf):
         if probe and changes.upserts and _new_keys_only(spark, schema, path, data, source):
             upserts = source.where(f"NOT {quote_ident(DELETE_FLAG)}").drop(DELETE_FLAG)
             writer = upserts.write.format("delta").mode("append").option("userMetadata", user)
@@ -106,6 +112,24 @@ def merge_batch(
             .execute()
         )
     return False
+
+
+def _commit_marks(schema: TableSchema, changes: TableChanges, end: BinlogOffset) -> CommitMarks:
+    # Tables merged into one target by a route each keep their own exactly-once version.
+    app_id = f"{APP_ID}:{schema.table}" if schema.scope else APP_ID
+    counts = {"upserts": len(changes.upserts), "deletes": len(changes.deletes)}
+    return CommitMarks(app_id, txn_version(end), metadata("binlog", schema.table, offset=str(end), **counts))
+
+
+def _append_without_spark(path: str, schema: TableSchema, data: pa.Table, marks: CommitMarks) -> bool | None:
+    """The batch's upserts appended by delta-rs where the table holds no row of its key span
+    (arrow_append.py): True appended, False the span holds rows, None Spark must tell."""
+    bounds = pc.min_max(data.column(schema.row_key[0]))
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None:
+        return None
+    upserts = data.filter(pc.invert(data.column(DELETE_FLAG))).drop_columns([DELETE_FLAG])
+    return append_batch(path, schema, upserts, (low, high), marks)
 
 
 def _new_keys_only(spark: Any, schema: TableSchema, path: str, data: pa.Table, source: Any) -> bool:

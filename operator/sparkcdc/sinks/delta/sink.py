@@ -1,7 +1,9 @@
 """``DeltaSink``: the sink contract over the table, snapshot and merge modules, plus maintenance.
 
-Writes happen in the Spark driver (``FrameSink``): the snapshot tasks only read, and each wave's
-rows of one table are written by one Delta commit (spark/frame_wave.py).
+Writes happen in the Spark driver (``FrameSink``): on Spark the snapshot tasks only read, and each
+wave's rows of one table are written by one Delta commit (spark/frame_wave.py); the waves the driver
+reads on its own threads are appended split by split from Arrow by delta-rs where it can
+(arrow_append.py), else written with Spark.
 
 ``optimizeEveryCommits`` compacts a table with ``OPTIMIZE`` after that many commits of this
 driver process to it.
@@ -21,10 +23,12 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import ColumnChanges, FrameSink, SinkError, TableChanges
 from sparkcdc.sinks.delta import follow, table_follow, tables
+from sparkcdc.sinks.delta.arrow_append import append_split
 from sparkcdc.sinks.delta.config import DELTA_BEHIND_BATCH_EVENTS, DeltaSinkConfig
 from sparkcdc.sinks.delta.merge import AppendProbes, merge_batch
 from sparkcdc.sinks.delta.session import driver_session, failing
 from sparkcdc.sinks.delta.snapshot import write_wave
+from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
 
 __all__ = ["DeltaSink"]
 
@@ -90,9 +94,15 @@ class DeltaSink(FrameSink):
     def write_split(
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
     ) -> None:
-        raise SinkError(
-            "the delta sink writes snapshot splits from the Spark driver (write_frame), not from a task"
-        )
+        """A split the driver read on its own threads (engine/wave_runner.py): appended from
+        Arrow by delta-rs where it can (arrow_append.py), else written with Spark."""
+        path = self._config.table_path(schema)
+        with failing(f"writing snapshot split {split.split_id} of {schema.table}", path):
+            rows = to_spark_arrow(schema, data)
+            if not append_split(path, schema, split, rows):
+                frame = self._spark.createDataFrame(rows, schema=spark_struct(schema))
+                write_wave(self._spark, schema, path, [split], frame)
+            self._committed(path)
 
     def write_frame(self, schema: TableSchema, splits: Sequence[SnapshotSplit], rows: Any) -> None:
         path = self._config.table_path(schema)

@@ -28,7 +28,7 @@ from sparkcdc.sinks.delta.session import session_conf
 from sparkcdc.sinks.spark_types import from_spark_arrow, is_spark_ordered, quote_ident, sql_literal
 from sparkcdc.sinks.targets import scope_column
 
-__all__ = ["keys_sql", "ranges_sql", "scope_sql", "write_wave"]
+__all__ = ["keys_sql", "ranges_sql", "scope_sql", "snapshot_metadata", "write_wave"]
 
 Range = tuple[Key | None, Key | None]
 
@@ -39,7 +39,7 @@ def write_wave(
     """One commit: the rows of ``splits``' ranges become exactly ``rows`` (module docstring)."""
     ranges = [(s.start, s.end) for s in splits]
     order = KeyOrder.for_columns(schema.key_collations())
-    writer = rows.write.format("delta").option("userMetadata", _snapshot_metadata(schema, splits))
+    writer = rows.write.format("delta").option("userMetadata", snapshot_metadata(schema, splits))
     if table_ledger(spark, path).empty_in(ranges, order):
         writer.mode("append").save(path)
     elif all(is_spark_ordered(c) for c in schema.chunk_key_columns):
@@ -65,7 +65,7 @@ def scope_sql(schema: TableSchema, predicate: str) -> str:
     return f"({predicate}) AND " + " AND ".join(equal)
 
 
-def _snapshot_metadata(schema: TableSchema, splits: Sequence[SnapshotSplit]) -> str:
+def snapshot_metadata(schema: TableSchema, splits: Sequence[SnapshotSplit]) -> str:
     """The commit's split ranges: what ``Ledger`` reads back to allow later appends."""
     return metadata(
         "snapshot",
