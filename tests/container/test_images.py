@@ -28,8 +28,8 @@ def test_spark_image_runs_the_sparkcdc_cli(images: Images) -> None:
 
 
 def test_spark_image_python_side_matches_the_jvm_side(images: Images) -> None:
-    """sparkcdc, pyspark, delta and deltalake (delta-rs) import; the Delta jars in $SPARK_HOME/jars are the installed
-    delta-spark release and the Spark jars the pyspark release."""
+    """sparkcdc, pyspark, delta and deltalake (delta-rs) import; the Delta jars in
+    $SPARK_HOME/jars are the installed delta-spark release and the Spark jars the pyspark release."""
     script = (
         "import os, delta, deltalake, pyspark, sparkcdc\n"
         "from importlib.metadata import version\n"

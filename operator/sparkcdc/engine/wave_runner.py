@@ -8,9 +8,10 @@ its own source connection, sink and server id, as on an executor), and starts Sp
 own rate says the splits left would keep it busy for longer than ``SPARK_WORTH_SECONDS``
 (``core/waves.py``). Waves go to Spark as soon as it and its workers are up; until then the driver
 goes on reading, so executor start-up costs no snapshot time. A sink that writes with Spark from
-the driver (Delta) starts it at once for its own writes; its waves still run in the driver while
-they are cheap there, appended by delta-rs (sinks/delta/arrow_append.py), unless its tables are on
-an object store, which only Spark writes: then every wave is a Spark job. Any other session started
+the driver (Delta) starts it at once for its own writes; its waves still run in the driver,
+appended by delta-rs (sinks/delta/arrow_append.py) — under a local master all of them, since
+Spark would only write them slower — unless its tables are on an object store, which only Spark
+writes: then every wave is a Spark job. Any other session started
 before the snapshot (the operator's driver pod, ``make demo``) takes the waves once its workers are
 up.
 
@@ -103,6 +104,7 @@ class WaveRunner:
         if (
             self._mode == "auto"
             and self._warm is None
+            and not self._driver_writes_faster()
             and spark_worth_starting(
                 remaining_splits, self._driver_splits, self._driver_seconds, self._worth_seconds
             )
@@ -112,6 +114,15 @@ class WaveRunner:
                 f"{remaining_splits * self._driver_seconds / self._driver_splits:.0f} s alone: starting Spark"
             )
         return summaries
+
+    def _driver_writes_faster(self) -> bool:
+        """A sink that writes with Spark from the driver (Delta) under a local master: Spark's
+        tasks would share the driver's cores and their rows would be written by Spark jobs, many
+        times slower than the driver's own appends (docs/performance.md, Delta sink); the driver
+        keeps the waves."""
+        if not writes_in_driver(self._sink) or not getattr(self._spark, "started", True):
+            return False
+        return str(self._spark.sparkContext.master).startswith("local")
 
     def spark_ready(self) -> bool:
         """Whether the next wave goes to Spark."""

@@ -3,7 +3,8 @@
 With ``auto`` the driver reads the first wave on its own threads, starts Spark when the splits
 left are worth it (here: always, ``SPARKCDC_SPARK_WORTH_SECONDS=0``), and hands the next wave to
 Spark once it is up, and takes up a session started before the snapshot once it is warm;
-``always`` never starts Spark; ``never`` runs every wave on Spark. Whichever
+``always`` never starts Spark; ``never`` runs every wave on Spark; a Delta sink's waves stay in
+the driver under a local master, and all go to Spark for an object store. Whichever
 runs a wave, its summaries hold each split's exact row count at its high watermark.
 """
 
@@ -21,6 +22,7 @@ from sparkcdc.api.spec import SnapshotSpec
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.core.tables import TableId
 from sparkcdc.core.waves import SPARK_WORTH_SECONDS
+from sparkcdc.engine import wave_runner
 from sparkcdc.engine.listener import PipelineListener
 from sparkcdc.engine.planning import plan_table
 from sparkcdc.engine.wave_runner import WaveRunner
@@ -28,8 +30,9 @@ from sparkcdc.mysql.connection import SourceConfig, connect
 from sparkcdc.mysql.schema import TableSchema, load_table_schema
 from sparkcdc.options import SNAPSHOT_IN_DRIVER_ENV, EngineOptions, InDriver, OptionsError
 from sparkcdc.sinks.changelog import ChangelogSinkConfig
+from sparkcdc.sinks.delta import DeltaSinkConfig
 from sparkcdc.spark.lazy_session import LazySession
-from sparkcdc.spark.snapshot import SplitSummary, WaveContext, plan_tasks
+from sparkcdc.spark.snapshot import SnapshotTask, SplitSummary, WaveContext, plan_tasks
 from sparkcdc.testing.mariadb import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -163,6 +166,31 @@ def test_never_runs_every_wave_on_spark(make_waves: MakeWaves) -> None:
     waves = make_waves("never")
     assert waves.runner.spark_ready()  # a wave waits for Spark to finish starting rather than run here
     waves.run(0, len(waves.splits))
+
+
+def test_auto_keeps_delta_waves_in_the_driver_under_a_local_master(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Delta sink's session is up from the start, yet its waves stay in the driver (appended by
+    delta-rs) even when the splits left would be worth Spark for another sink."""
+    messages = Messages()
+    lake = DeltaSinkConfig(str(tmp_path / "lake"))
+    runner = WaveRunner(spark, lake, 2, messages, mode="auto", worth_seconds=0)
+    runner.begin()
+    read: list[int] = []
+
+    def in_threads(context: WaveContext, tasks: list[SnapshotTask], threads: int) -> list[Any]:
+        read.append(len(tasks))
+        return [object(), object()]  # two splits done (only their number counts)
+
+    monkeypatch.setattr(wave_runner, "run_wave_in_threads", in_threads)
+    context = WaveContext(SourceConfig("127.0.0.1", 1, "u", "p"), lake, {}, 64)
+    for _ in range(3):
+        assert not runner.spark_ready()
+        runner.run(context, [SnapshotTask(1, ()), SnapshotTask(2, ())], remaining_splits=1000)
+    assert read == [2, 2, 2] and messages.lines == []
+    object_store = WaveRunner(spark, DeltaSinkConfig("s3a://lake/x"), 2, messages, mode="auto")
+    assert object_store.spark_ready()  # only Spark writes an object store: every wave is a Spark job
 
 
 def test_an_unknown_mode_names_the_variable() -> None:
