@@ -342,6 +342,10 @@ def summarize(args: argparse.Namespace, document: dict[str, Any], started: dict[
     streams = [r for r in document["results"] if r.get("kind") == "stream"]
     ours = sorted((r for r in streams if r.get("name") in PATHS), key=lambda r: PATHS.index(r["name"]))
     rows = [r for r in streams if r.get("step") in ("d", "d'", "e", "f")] + ours
+    for r in rows:
+        if r.get("ok") and (r.get("seconds") or 0) <= 0:  # a peer's timer read before its last event
+            r.update(ok=False, per_s=None, steady_per_s=None, x_baseline=None)
+            r["note"] = f"not counted: {r.get('seconds')} s measured"
     good = [r for r in rows if r.get("ok") and r.get("per_s")]
     go = next((r["per_s"] for r in good if r["name"] == GO), None)
     ratios: dict[str, float | None] = {}
