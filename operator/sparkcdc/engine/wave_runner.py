@@ -7,13 +7,13 @@ driver reads the first waves itself, with the same ``run_task`` on one thread pe
 its own source connection, sink and server id, as on an executor), and starts Spark only once its
 own rate says the splits left would keep it busy for longer than ``SPARK_WORTH_SECONDS``
 (``core/waves.py``). Waves go to Spark as soon as it and its workers are up; until then the driver
-goes on reading, so executor start-up costs no snapshot time. A sink that writes with Spark from
-the driver (Delta) starts it at once for its own writes; its waves still run in the driver,
-appended by delta-rs (sinks/delta/arrow_append.py) — under a local master all of them, since
-Spark would only write them slower — unless its tables are on an object store, which only Spark
-writes: then every wave is a Spark job. Any other session started
-before the snapshot (the operator's driver pod, ``make demo``) takes the waves once its workers are
-up.
+goes on reading, so executor start-up costs no snapshot time. A session started before the
+snapshot (the operator's driver pod, ``make demo``) takes the waves once its workers are up. A
+sink that writes with Spark from the driver (Delta) has its session started at once for its own
+writes, yet its waves run in the driver as above, appended by delta-rs
+(sinks/delta/arrow_append.py) — under a local master all of them, since Spark would only write
+them slower — unless its tables are on an object store, which only Spark writes: then every wave
+is a Spark job.
 
 ``spec.snapshot.readInDriver`` (the ``mode``): ``auto`` (the default, as above), ``never`` (every
 wave on Spark, which starts at once), ``always`` (every wave in the driver; Spark is not started).
