@@ -423,11 +423,13 @@ def main() -> None:
     results["results"] = measured
     results["target"] = {"changelog_ratio_to_client": 0.6, "jdbc_times_faster_than_dump": 1.5}
     results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    path = write_results("snapshot", results)
+    # A JDBC-only run has its own file: the full run's results and chart stay as they are.
+    path = write_results("snapshot_jdbc" if args.jdbc_only else "snapshot", results)
     with contextlib.suppress(ImportError):  # matplotlib: the bench extra
         from plots import snapshot_chart
 
-        console.print(f"chart written to {snapshot_chart(results)}")
+        if not args.jdbc_only:
+            console.print(f"chart written to {snapshot_chart(results)}")
 
     table = Table(title=f"snapshot of {rows:,} rows × 7 columns (chunk read: {method})")
     headers = ("path", "seconds", "rows/s", "× client", "CPU s", "server CPU s", "peak RSS", "wall")
