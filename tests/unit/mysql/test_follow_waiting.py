@@ -1,13 +1,25 @@
 """The Go decoder follower's queue (mysql/binlog/follow.py ``WaitingItems``): bounded by the events
 of the batches it holds, not their number, so a sink gathering what waits finds a backlog's worth of
-small batches (the decoder cuts a batch by its interval while the sink applies the previous one)."""
+small batches (the decoder cuts a batch by its interval while the sink applies the previous one).
+And an answer it cannot place (no end offset) is a clear error, not a ``KeyError``."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+
+import pytest
 
 from sparkcdc.core.offsets import BinlogOffset
-from sparkcdc.mysql.binlog.follow import NativeBatch, NativeStopped, WaitingItems
+from sparkcdc.mysql.binlog.follow import (
+    FollowSettings,
+    NativeBatch,
+    NativeFollower,
+    NativeStopped,
+    WaitingItems,
+)
+from sparkcdc.mysql.connection import SourceConfig
+from sparkcdc.mysql.errors import SourceError
 
 
 def _batch(pos: int, events: int) -> NativeBatch:
@@ -48,3 +60,12 @@ def test_a_waiting_producer_goes_on_once_the_caller_takes() -> None:
     assert waiting.get(1) == _batch(1, 10)
     producer.join(5)
     assert done.is_set() and waiting.get(1) == _batch(2, 5)
+
+
+def test_an_answer_without_an_end_names_the_decoder_build() -> None:
+    settings = FollowSettings(batch_events=100, batch_millis=100, heartbeat_seconds=5)
+    start = BinlogOffset("binlog.000001", 4)
+    binary = Path("/opt/old-binlogdec")
+    follower = NativeFollower(binary, SourceConfig("127.0.0.1"), 7, {}, start, "mariadb", settings)
+    with pytest.raises(SourceError, match=r"/opt/old-binlogdec answered without an end offset .*rebuild it"):
+        follower._item({"unsupported": "a table map it cannot parse"}, lambda size: b"")

@@ -191,6 +191,12 @@ class NativeFollower:
         return item
 
     def _item(self, answer: dict[str, Any], read: Callable[[int], bytes]) -> Item:
+        if "end" not in answer:  # every answer of binlogdec/follow.go has one
+            raise SourceError(
+                f"the binlog decoder {self._binary} answered without an end offset (keys "
+                f"{sorted(answer)[:6]}): it is not the build this sparkcdc expects; rebuild it with "
+                "binlogdec/build.sh or unset SPARKCDC_BINLOG_DECODER"
+            )
         end = _offset(answer["end"])
         if "ddl" in answer:
             return NativeDdl(
