@@ -105,8 +105,9 @@ class SnapshotSpec(ApiModel):
         description="Where snapshot splits are read. auto: the driver reads the first waves itself "
         "while Spark (on Kubernetes: its executor pods) starts, and hands the rest to Spark once it "
         "is up and the remaining splits are worth it; never: every wave on Spark, which starts at "
-        "once; always: every wave in the driver, Spark is not started. A sink that writes with Spark "
-        "from the driver (Delta) always uses Spark.",
+        "once; always: every wave in the driver, Spark is not started. A Delta sink on an object "
+        "store always uses Spark; on a local path its waves stay in the driver under a local "
+        "master (delta-rs appends them).",
     )
     splits_per_task: int = Field(
         default=4,
