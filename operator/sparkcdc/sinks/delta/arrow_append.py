@@ -67,17 +67,16 @@ def local_table_path(path: str) -> str | None:
 def append_split(path: str, schema: TableSchema, split: SnapshotSplit, rows: pa.Table) -> bool:
     """Append ``rows`` (in the table's Spark types, sinks/spark_types.py) as the split's commit
     when the table certainly holds no row of its range; False when Spark must write it."""
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import CommitProperties, write_deltalake
 
-    local = local_table_path(path)
-    if local is None or path in _REFUSED:
+    local = _writable(path)
+    if local is None:
         return False
     with _refusals(path):
-        table = DeltaTable(local)
+        table, target = _opened(local)
         order = KeyOrder.for_columns(schema.key_collations())
         if not rs_table_ledger(table, path).empty_in([(split.start, split.end)], order):
             return False
-        target = pa.schema(table.schema().to_arrow())
         if sorted(target.names) != sorted(rows.column_names):
             return False  # a column the table lacks or has more of: Spark's write follows mergeSchema
         commit = CommitProperties(custom_metadata={"userMetadata": snapshot_metadata(schema, [split])})
@@ -95,20 +94,14 @@ def append_batch(
     the batch's low and high first-key values: True when appended (or already applied: the
     table's version for the marks' application is at or above theirs), False when the span holds
     rows (the batch needs a MERGE), None when delta-rs cannot tell (Spark decides)."""
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction, write_deltalake
 
-    local = local_table_path(path)
+    local = _writable(path)
     key = schema.row_key[0]
-    if (
-        local is None
-        or path in _REFUSED
-        or schema.scope
-        or not pa.types.is_integer(upserts.schema.field(key).type)
-    ):
+    if local is None or schema.scope or not pa.types.is_integer(upserts.schema.field(key).type):
         return None
     with _refusals(path):
-        table = DeltaTable(local)
-        target = pa.schema(table.schema().to_arrow())
+        table, target = _opened(local)
         if sorted(target.names) != sorted(upserts.column_names) or any(
             target.field(n).type != upserts.schema.field(n).type for n in target.names
         ):
@@ -127,6 +120,20 @@ def append_batch(
         )
         return True
     return None
+
+
+def _writable(path: str) -> str | None:
+    """The local directory of ``path`` unless it is remote or delta-rs refused the table."""
+    local = local_table_path(path)
+    return None if local is None or path in _REFUSED else local
+
+
+def _opened(local: str) -> tuple[Any, pa.Schema]:
+    """The table at ``local`` (``deltalake.DeltaTable``) and its columns as Arrow."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(local)
+    return table, pa.schema(table.schema().to_arrow())
 
 
 def _holds_keys(table: Any, key: pa.Field, span: tuple[Any, Any]) -> bool:

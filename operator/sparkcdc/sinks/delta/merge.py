@@ -124,12 +124,11 @@ def _commit_marks(schema: TableSchema, changes: TableChanges, end: BinlogOffset)
 def _append_without_spark(path: str, schema: TableSchema, data: pa.Table, marks: CommitMarks) -> bool | None:
     """The batch's upserts appended by delta-rs where the table holds no row of its key span
     (arrow_append.py): True appended, False the span holds rows, None Spark must tell."""
-    bounds = pc.min_max(data.column(schema.row_key[0]))
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    if low is None:
+    bounds = key_bounds(schema, data)
+    if bounds is None:
         return None
     upserts = data.filter(pc.invert(data.column(DELETE_FLAG))).drop_columns([DELETE_FLAG])
-    return append_batch(path, schema, upserts, (low, high), marks)
+    return append_batch(path, schema, upserts, bounds, marks)
 
 
 def _new_keys_only(spark: Any, schema: TableSchema, path: str, data: pa.Table, source: Any) -> bool:
@@ -183,16 +182,24 @@ def merge_condition(schema: TableSchema, data: pa.Table) -> str:
     return " AND ".join(parts)
 
 
-def key_span(schema: TableSchema, data: pa.Table) -> list[str] | None:
-    """``first_key >= low`` and ``first_key <= high`` over the batch's keys (``data`` holds the
-    stored Spark values); None for an empty batch or a floating-point key (NaN sorts outside
-    any span)."""
+def key_bounds(schema: TableSchema, data: pa.Table) -> tuple[Any, Any] | None:
+    """The lowest and highest stored value of the batch's first key column; None for an empty
+    batch or a floating-point key (NaN sorts outside any span)."""
     first = schema.column(schema.row_key[0])
     if first.family in (Family.FLOAT, Family.DOUBLE):
         return None
     span = pc.min_max(data.column(first.name))
     low, high = span["min"].as_py(), span["max"].as_py()
-    if low is None:
+    return None if low is None else (low, high)
+
+
+def key_span(schema: TableSchema, data: pa.Table) -> list[str] | None:
+    """``first_key >= low`` and ``first_key <= high`` over the batch's keys (``data`` holds the
+    stored Spark values; ``key_bounds``)."""
+    bounds = key_bounds(schema, data)
+    if bounds is None:
         return None
+    first = schema.column(schema.row_key[0])
     name = quote_ident(first.name)
+    low, high = bounds
     return [f"{name} >= {sql_stored_literal(first, low)}", f"{name} <= {sql_stored_literal(first, high)}"]
