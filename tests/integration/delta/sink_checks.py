@@ -31,6 +31,7 @@ from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import AddedColumn, ColumnChanges
 from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig, commit_metadata
+from sparkcdc.sinks.delta.rs_create import DELETION_VECTORS
 from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
 
 
@@ -61,6 +62,12 @@ class Checks:
 
         table = DeltaTable.forPath(sink.session, sink._config.table_path(schema))
         return sorted(table.history().select("version", "operation", "userMetadata").collect())
+
+    def properties(self, sink: DeltaSink, schema: TableSchema) -> dict[str, str]:
+        from delta.tables import DeltaTable
+
+        table = DeltaTable.forPath(sink.session, sink._config.table_path(schema))
+        return dict(table.detail().select("properties").collect()[0][0] or {})
 
     def expect(self, sink: DeltaSink, schema: TableSchema, canonical: pa.Table, what: str) -> None:
         want = normalized(schema, to_spark_arrow(schema, canonical))
@@ -241,9 +248,18 @@ class Checks:
         sink.apply_changes(schema, batch(100, range(500, 600), [650]))  # replayed
         sink.apply_changes(schema, batch(200, [50, 700], [10]))
         operations = [(h[1], (commit_metadata(h[2]) or {}).get("offset")) for h in self.history(sink, schema)]
-        assert operations[-2:] == [("WRITE", "b.000001:100"), ("MERGE", "b.000001:200")], operations
-        engines = self.engines(sink, schema)  # the append asked Spark nothing (arrow_append.py)
-        assert engines[-2:] == ["delta-rs", "Apache-Spark"], engines
+        # Created by delta-rs without deletion vectors, which Spark sets before the first MERGE
+        # (rs_create.py); the append asked Spark nothing (arrow_append.py).
+        assert operations == [
+            ("CREATE TABLE", None),
+            ("WRITE", None),
+            ("WRITE", "b.000001:100"),
+            ("SET TBLPROPERTIES", None),
+            ("MERGE", "b.000001:200"),
+        ], operations
+        engines = self.engines(sink, schema)
+        assert engines == ["delta-rs", "Apache-Spark", "delta-rs", "Apache-Spark", "Apache-Spark"], engines
+        assert self.properties(sink, schema)[DELETION_VECTORS] == "true"
         got = {r["id"]: r["v"] for r in self.read(sink, schema).to_pylist()}
         want = {i: f"s{i}" for i in range(100) if i != 10} | {i: f"b100-{i}" for i in range(500, 600)}
         assert got == want | {50: "b200-50", 700: "b200-700"}, sorted(set(got.items()) ^ set(want.items()))

@@ -65,7 +65,7 @@ class Ledger:
                             None if end is None else decode_key(end),
                         )
                     )
-            elif phase == "schema" or (meta is None and operation in _METADATA_ONLY):
+            elif phase in ("schema", "create") or (meta is None and operation in _METADATA_ONLY):
                 pass
             else:
                 self.clean = False

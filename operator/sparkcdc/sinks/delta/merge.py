@@ -38,6 +38,7 @@ from sparkcdc.sinks.delta.arrow_append import append_batch
 from sparkcdc.sinks.delta.config import APP_ID, CommitMarks, metadata, txn_version
 from sparkcdc.sinks.delta.session import session_conf
 from sparkcdc.sinks.delta.snapshot import scope_sql
+from sparkcdc.sinks.delta.tables import enable_awaited_deletion_vectors
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_stored_literal, to_spark_arrow
 
 __all__ = ["DELETE_FLAG", "AppendProbes", "changes_table", "key_span", "merge_batch", "merge_condition"]
@@ -83,6 +84,7 @@ def merge_batch(
             if appended:
                 return True
             probe = False  # the files' statistics say the span holds rows
+    enable_awaited_deletion_vectors(spark, path)
     source = spark.createDataFrame(data, schema=_changes_struct(schema))
     if data.num_rows <= _BROADCAST_ROWS:
         # Spark cannot size an in-memory frame: without the hint the MERGE would shuffle

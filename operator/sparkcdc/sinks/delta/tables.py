@@ -27,11 +27,18 @@ from typing import Any
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.mysql.types import canonical_value
 from sparkcdc.sinks.base import AddedColumn, ColumnChanges, SinkError
-from sparkcdc.sinks.delta import follow
+from sparkcdc.sinks.delta import follow, rs_create
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, metadata
 from sparkcdc.sinks.spark_types import quote_ident, spark_struct, sql_literal
 
-__all__ = ["default_value", "ensure_columns", "evolve_table", "prepare_table", "table_columns"]
+__all__ = [
+    "default_value",
+    "enable_awaited_deletion_vectors",
+    "ensure_columns",
+    "evolve_table",
+    "prepare_table",
+    "table_columns",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,8 @@ def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path
             f"spec.sink.partitionBy[{schema.table}] names {unknown}, which {schema.table} does not have; "
             f"its columns are {list(schema.column_names)}"
         )
+    if rs_create.create_table(path, schema, partitions, config.properties(schema, creating=True)):
+        return {c.lower() for c in schema.column_names}
     if not DeltaTable.isDeltaTable(spark, path):
         clear_unfinished_log(spark, path)
         builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(spark_struct(schema))
@@ -104,6 +113,14 @@ def clear_unfinished_log(spark: Any, path: str) -> None:
         )
     log.warning("%s: removing the unfinished Delta log of a creation that was cut off: %s", path, names)
     fs.delete(log_dir, True)
+
+
+def enable_awaited_deletion_vectors(spark: Any, path: str) -> None:
+    """Set deletion vectors on a table delta-rs created without them (rs_create.py), before the
+    first ``MERGE`` into it marks rows."""
+    if rs_create.awaits_deletion_vectors(path):
+        set_properties(spark, path, {rs_create.DELETION_VECTORS: "true"})
+        log.info("%s: deletion vectors on (the table was created by delta-rs without them)", path)
 
 
 def set_properties(spark: Any, path: str, props: Mapping[str, str]) -> None:
