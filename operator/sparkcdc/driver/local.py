@@ -28,7 +28,7 @@ from sparkcdc.engine.runtime import PipelineRuntime, build_runtime
 from sparkcdc.engine.table_failures import failed_tables
 from sparkcdc.exit_codes import EXIT_OK, EXIT_TABLES_FAILED
 from sparkcdc.options import EngineOptions
-from sparkcdc.sinks.base import writes_in_driver
+from sparkcdc.sinks.base import start_driver_session_with, writes_in_driver
 from sparkcdc.spark.credentials import HadoopCredentials, merged_credentials, sink_credentials
 from sparkcdc.spark.lazy_session import LazySession
 from sparkcdc.spark.session import create_context, create_session, delta_conf, local_master
@@ -110,13 +110,15 @@ def run_local(
     credentials = manifest_credentials(manifest)
     master = local_master(parallelism)
     spark: Any
-    if conf:  # sinks that write from the driver find the session themselves: start it now
+    if conf:  # a sink that writes from the driver (Delta) starts the session when it needs it
         spark = LazySession(
-            lambda: create_session("sparkcdc-local", master, engine, {**jvm, **conf}, credentials)
+            lambda: create_session("sparkcdc-local", master, engine, {**jvm, **conf}, credentials), master
         )
-        spark.get()
+        start_driver_session_with(spark.get)
     else:  # only RDD jobs: the context alone, started when a snapshot needs it (enumerator.py)
-        spark = LazySession(lambda: create_context("sparkcdc-local", master, engine, jvm, credentials))
+        spark = LazySession(
+            lambda: create_context("sparkcdc-local", master, engine, jvm, credentials), master
+        )
     stop = threading.Event()
     files = manifest_files(manifest)
     errors: list[BaseException] = []

@@ -56,7 +56,7 @@ from sparkcdc.errors import USER_ERRORS
 from sparkcdc.kube.client import KubeClient, load_config
 from sparkcdc.kube.status_store import StatusCheckpointStore
 from sparkcdc.options import EngineOptions
-from sparkcdc.sinks.base import start_fenced, writes_in_driver
+from sparkcdc.sinks.base import start_driver_session_with, start_fenced, writes_in_driver
 from sparkcdc.sinks.jdbc.fence import fenced_message
 from sparkcdc.spark.credentials import sink_credentials
 from sparkcdc.spark.lazy_session import LazySession
@@ -130,11 +130,10 @@ def _run() -> None:
         # Started on first use: a pipeline past its snapshot streams without Spark, and a small
         # snapshot is read by the driver alone (engine/wave_runner.py); on Kubernetes a started
         # session holds its executor pods for the pipeline's life. A sink that writes with Spark
-        # from the driver (Delta) needs it at once.
+        # from the driver (Delta) starts it for its first Spark write (sinks/base.py).
         app = f"sparkcdc-{namespace}-{name}"
-        spark = LazySession(lambda: create_session(app, master, options, conf, credentials))
-        if writes_in_driver(runtime.sink):
-            spark.get()
+        spark = LazySession(lambda: create_session(app, master, options, conf, credentials), master)
+        start_driver_session_with(spark.get)
         # One poll of the CdcPipeline serves verification and the spec edits the streamer follows;
         # the engine's listener tells both what the store holds (what the sink committed).
         poll = PipelinePoll(kube, obj)

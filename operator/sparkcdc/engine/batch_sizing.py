@@ -65,7 +65,8 @@ def gathering(sink: object, spec: BinlogSpec) -> Gathering:
     declared = getattr(sink, "behind_batch_events", None)
     if not isinstance(declared, int) or declared <= spec.batch_rows:
         return Gathering()
-    return Gathering(declared, spec.batch_rows, min(spec.batch_interval_ms / 1000, _BEHIND_WAIT_SECONDS))
+    # Half an interval at most: a partial batch comes only after a whole one.
+    return Gathering(declared, spec.batch_rows, min(spec.batch_interval_ms / 2000, _BEHIND_WAIT_SECONDS))
 
 
 def absorb(into: NativeBatch, later: NativeBatch) -> NativeBatch:

@@ -120,9 +120,14 @@ class WaveRunner:
         tasks would share the driver's cores and their rows would be written by Spark jobs, many
         times slower than the driver's own appends (docs/performance.md, Delta sink); the driver
         keeps the waves."""
-        if not writes_in_driver(self._sink) or not getattr(self._spark, "started", True):
+        if not writes_in_driver(self._sink):
             return False
-        return str(self._spark.sparkContext.master).startswith("local")
+        master = getattr(self._spark, "master", None)  # a LazySession knows it before it starts
+        if master is None:
+            if not getattr(self._spark, "started", True):
+                return False
+            master = self._spark.sparkContext.master
+        return str(master).startswith("local")
 
     def spark_ready(self) -> bool:
         """Whether the next wave goes to Spark."""

@@ -6,7 +6,7 @@ its configuration is a small picklable object and the sink itself is created whe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,6 +34,8 @@ __all__ = [
     "TableDataError",
     "TableFollowingSink",
     "TableSchemaError",
+    "start_driver_session",
+    "start_driver_session_with",
     "start_fenced",
     "writes_in_driver",
     "writes_splits",
@@ -176,6 +178,7 @@ class FrameSink(Sink, Protocol):
     Spark task: the tasks only read their splits, and their rows stay in the JVM as the DataFrame
     ``rows`` (built on ``session``), which the sink writes in one commit per wave and table. The
     driver's own threads may open it and ``write_split`` when its configuration ``writes_splits``.
+    It asks for the driver's Spark session when it first needs it (``start_driver_session``).
     """
 
     @property
@@ -188,6 +191,24 @@ class FrameSink(Sink, Protocol):
         ``rows`` is a lazy DataFrame in the sink's Spark types (sinks/spark_types.py); it is
         evaluated once, by the write.
         """
+
+
+# How this process starts its Spark session, given by the entry point (driver/local.py,
+# driver/main.py): a ``FrameSink`` starts it when it first writes with Spark, not before — on a
+# local path Delta's creations, appends and small MERGEs need no JVM (sinks/delta/rs_merge.py).
+_DRIVER_SESSION: list[Callable[[], Any]] = []
+
+
+def start_driver_session_with(start: Callable[[], Any]) -> None:
+    """Let ``FrameSink``s start this process's Spark session with ``start`` when they need it."""
+    _DRIVER_SESSION[:] = [start]
+
+
+def start_driver_session() -> None:
+    """Start this process's Spark session if an entry point said how (else the caller finds
+    none running and says so)."""
+    for start in _DRIVER_SESSION:
+        start()
 
 
 def writes_in_driver(config: SinkConfig) -> bool:

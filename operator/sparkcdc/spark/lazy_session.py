@@ -2,7 +2,8 @@
 
 A restarted pipeline that is past its snapshot streams the binlog in the driver without Spark;
 starting the JVM anyway costs seconds on every restart. ``LazySession`` stands in for the
-session and starts it the first time anything is asked of it (a snapshot wave).
+session and starts it the first time anything is asked of it (a snapshot wave, a Delta sink's
+first Spark write: sinks/base.py ``start_driver_session``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ __all__ = ["LazySession"]
 
 
 class LazySession:
-    def __init__(self, create: Callable[[], Any]) -> None:
+    def __init__(self, create: Callable[[], Any], master: str | None = None) -> None:
+        """``master``: the master ``create`` starts the session with, known before it does."""
         self._create = create
+        self.master = master
         self._session: Any = None
         self._lock = threading.Lock()
 

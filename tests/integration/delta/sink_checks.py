@@ -9,14 +9,16 @@ on stdout) and the other groups still run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from deltalake import DeltaTable as RsTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/ (harness)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,7 +32,7 @@ from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.connection import SourceConfig
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import AddedColumn, ColumnChanges
-from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig, commit_metadata
+from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig, commit_metadata, rs_merge
 from sparkcdc.sinks.delta.rs_create import DELETION_VECTORS
 from sparkcdc.sinks.spark_types import spark_struct, to_spark_arrow
 
@@ -77,10 +79,19 @@ class Checks:
     # -- the checks -----------------------------------------------------------------------------
 
     def types_round_trip(self) -> None:
-        """Every MySQL type survives snapshot and MERGE unchanged (in the documented Spark form)."""
+        """Every MySQL type survives snapshot and MERGE unchanged (in the documented Spark form),
+        the MERGE run by delta-rs (rs_merge.py) and by Spark."""
+        for engine, limit in (("delta-rs", rs_merge.RS_MERGE_ROWS), ("Apache-Spark", 0)):
+            with _rs_merge_rows(limit):
+                self._types_round_trip(engine)
+        print("ok types_round_trip", flush=True)
+
+    def _types_round_trip(self, engine: str) -> None:
         schema = self.schema("types")
+        if engine == "delta-rs":  # `odd name` needs column mapping, which delta-rs leaves to Spark
+            schema = replace(schema, columns=tuple(c for c in schema.columns if c.name != "odd name"))
         data = source_rows(self.source, schema)
-        sink = self.sink()
+        sink = DeltaSinkConfig(str(self.lake / engine)).open()
         sink.prepare([schema])
         split = SnapshotSplit(schema.table, 0, None, None)
         sink.write_frame(schema, [split], self.frame(sink, schema, data))
@@ -98,9 +109,9 @@ class Checks:
         model.update({k[0]: v for k, v in upserts.items()})
         del model[rows[2]["id"]]
         self.expect(
-            sink, schema, pa.Table.from_pylist(list(model.values()), schema=schema.arrow_schema()), "merge"
+            sink, schema, pa.Table.from_pylist(list(model.values()), schema=schema.arrow_schema()), engine
         )
-        print("ok types_round_trip", flush=True)
+        assert self.engines(sink, schema)[-1] == engine, self.engines(sink, schema)
 
     def splits_from_arrow(self) -> None:
         """Splits the driver reads on its own threads (``write_split``): appended by delta-rs in
@@ -188,8 +199,19 @@ class Checks:
         print("ok replay_is_idempotent", flush=True)
 
     def merge_touches_its_files(self) -> None:
-        """A MERGE marks rows only in the files holding its keys (deletion vectors: no unchanged
-        row is copied), and its key span keeps the other waves' files out of its scan."""
+        """Spark's MERGE marks rows only in the files holding its keys (deletion vectors, which
+        it sets first on a table delta-rs created: no unchanged row is copied), and its key span
+        keeps the other waves' files out of its scan."""
+        from delta.tables import DeltaTable
+
+        with _rs_merge_rows(0):  # every batch is Spark's
+            path = self._merge_touches_its_files()
+        history = DeltaTable.forPath(self.spark, path).history()
+        operations = [r["operation"] for r in history.orderBy("version").collect()]
+        assert operations[-2:] == ["SET TBLPROPERTIES", "MERGE"], operations
+        print("ok merge_touches_its_files", flush=True)
+
+    def _merge_touches_its_files(self) -> str:
         from delta.tables import DeltaTable
 
         schema = self.schema("replay")
@@ -224,7 +246,57 @@ class Checks:
         assert int(merge["numTargetRowsCopied"]) == 0, merge
         got = {r["id"]: r["v"] for r in self.read(sink, schema).to_pylist()}
         assert len(got) == 2999 and got[1500] == got[1600] == "m" and 1700 not in got and got[2500] == "s2500"
-        print("ok merge_touches_its_files", flush=True)
+        assert self.properties(sink, schema)[DELETION_VECTORS] == "true"
+        return path
+
+    def merges_with_delta_rs(self) -> None:
+        """A batch into keys the table holds is MERGEd by delta-rs while the files in its key span
+        hold at most ``RS_MERGE_ROWS`` rows: updates, deletes and inserts exactly, its version
+        recorded (a replay, also by a restarted driver's sink, makes no commit), no deletion
+        vectors. A batch whose span holds more is Spark's, which sets deletion vectors first;
+        the table then stays with Spark."""
+        schema = self.schema("replay")
+        sink = DeltaSinkConfig(str(self.lake / "rsmerge")).open()
+        sink.prepare([schema])
+        model = {i: {"id": i, "v": f"s{i}"} for i in range(0, 600, 2)}
+        hw = BinlogOffset("b.000001", 4)
+        for index, (start, end) in enumerate([(None, 200), (200, 400), (400, None)]):
+            rows = [r for k, r in model.items() if (start is None or k >= start) and (end is None or k < end)]
+            split = SnapshotSplit(
+                schema.table, index, None if start is None else (start,), None if end is None else (end,)
+            )
+            sink.write_split(schema, split, pa.Table.from_pylist(rows, schema=schema.arrow_schema()), hw)
+
+        def batch(end: int, upserts: dict[int, str], deletes: Sequence[int]) -> TableChanges:
+            images = {(k,): {"id": k, "v": v} for k, v in upserts.items()}
+            return TableChanges(
+                schema.table, images, [(k,) for k in deletes], end=BinlogOffset("b.000001", end)
+            )
+
+        def applied(changes: TableChanges, engine: str, operations: list[str]) -> None:
+            sink.apply_changes(schema, changes)
+            model.update({k[0]: v for k, v in changes.upserts.items()})
+            for key in changes.deletes:
+                model.pop(key[0], None)
+            history = [h[1] for h in self.history(sink, schema)]
+            assert history[-len(operations) :] == operations, history
+            assert self.engines(sink, schema)[-1] == engine, self.engines(sink, schema)
+            got = self.read(sink, schema)
+            self.expect(sink, schema, pa.Table.from_pylist(list(model.values()), schema=got.schema), engine)
+
+        first = batch(100, {250: "m", 260: "m", 251: "new"}, [270])
+        applied(first, "delta-rs", ["MERGE"])
+        versions = len(self.history(sink, schema))
+        sink.apply_changes(schema, first)
+        DeltaSinkConfig(str(self.lake / "rsmerge")).open().apply_changes(schema, first)
+        assert len(self.history(sink, schema)) == versions, "a replayed MERGE made a commit"
+        path = sink._config.table_path(schema)
+        assert "deletionVectors" not in (RsTable(path).protocol().reader_features or [])
+        with _rs_merge_rows(50):  # the span of 300 holds 100 rows
+            applied(batch(200, {300: "spark"}, []), "Apache-Spark", ["SET TBLPROPERTIES", "MERGE"])
+        assert self.properties(sink, schema)[DELETION_VECTORS] == "true"
+        applied(batch(300, {302: "spark again"}, [304]), "Apache-Spark", ["MERGE"])
+        print("ok merges_with_delta_rs", flush=True)
 
     def appends_new_keys(self) -> None:
         """A batch whose keys lie past every row of the table is one append commit (by delta-rs,
@@ -248,18 +320,11 @@ class Checks:
         sink.apply_changes(schema, batch(100, range(500, 600), [650]))  # replayed
         sink.apply_changes(schema, batch(200, [50, 700], [10]))
         operations = [(h[1], (commit_metadata(h[2]) or {}).get("offset")) for h in self.history(sink, schema)]
-        # Created by delta-rs without deletion vectors, which Spark sets before the first MERGE
-        # (rs_create.py); the append asked Spark nothing (arrow_append.py).
-        assert operations == [
-            ("CREATE TABLE", None),
-            ("WRITE", None),
-            ("WRITE", "b.000001:100"),
-            ("SET TBLPROPERTIES", None),
-            ("MERGE", "b.000001:200"),
-        ], operations
+        assert operations[1:] == [("WRITE", None), ("WRITE", "b.000001:100"), ("MERGE", "b.000001:200")]
+        # Created, appended and merged by delta-rs (rs_create.py, arrow_append.py, rs_merge.py);
+        # the snapshot frame by Spark.
         engines = self.engines(sink, schema)
-        assert engines == ["delta-rs", "Apache-Spark", "delta-rs", "Apache-Spark", "Apache-Spark"], engines
-        assert self.properties(sink, schema)[DELETION_VECTORS] == "true"
+        assert engines == ["delta-rs", "Apache-Spark", "delta-rs", "delta-rs"], engines
         got = {r["id"]: r["v"] for r in self.read(sink, schema).to_pylist()}
         want = {i: f"s{i}" for i in range(100) if i != 10} | {i: f"b100-{i}" for i in range(500, 600)}
         assert got == want | {50: "b200-50", 700: "b200-700"}, sorted(set(got.items()) ^ set(want.items()))
@@ -418,12 +483,23 @@ class Checks:
         print("ok options", flush=True)
 
 
+@contextlib.contextmanager
+def _rs_merge_rows(limit: int) -> Iterator[None]:
+    """The most rows delta-rs rewrites for a MERGE (rs_merge.py) within the block: 0, Spark's."""
+    saved, rs_merge.RS_MERGE_ROWS = rs_merge.RS_MERGE_ROWS, limit
+    try:
+        yield
+    finally:
+        rs_merge.RS_MERGE_ROWS = saved
+
+
 def _sink_checks(request: dict[str, Any], spark: Any) -> None:
     checks = Checks(request, spark)
     checks.types_round_trip()
     checks.splits_from_arrow()
     checks.replay_is_idempotent()
     checks.merge_touches_its_files()
+    checks.merges_with_delta_rs()
     checks.appends_new_keys()
     checks.string_key_ranges()
     checks.tail_resplit()

@@ -20,6 +20,7 @@ SINK_CHECKS = [
     "ok splits_from_arrow",
     "ok replay_is_idempotent",
     "ok merge_touches_its_files",
+    "ok merges_with_delta_rs",
     "ok appends_new_keys",
     "ok string_key_ranges",
     "ok tail_resplit",

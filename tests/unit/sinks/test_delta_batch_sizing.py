@@ -128,7 +128,7 @@ def test_the_delta_sink_gathers_and_others_do_not() -> None:
     assert how.limit == DELTA_BEHIND_BATCH_EVENTS and how.full_at == DELTA_BATCH_ROWS
     # A full batch's successor is waited for, but not as long as a batch interval (the backlog's
     # tail comes only after one).
-    assert 0 < how.wait_seconds < DELTA_BATCH_INTERVAL_MS / 1000
+    assert 0 < how.wait_seconds < tuned.batch_interval_ms / 1000 <= DELTA_BATCH_INTERVAL_MS / 1000
     assert how.limit > DELTA_BATCH_ROWS
     # Enough converted batches wait to fill a gathered batch while the previous one merges.
     assert how.capacity(tuned.batch_rows) >= DELTA_BEHIND_BATCH_EVENTS

@@ -269,11 +269,17 @@ def test_delta_session_settings() -> None:
 
 def test_binlog_batches_tuned_for_merge_unless_the_spec_sets_them() -> None:
     from sparkcdc.api.spec import BinlogSpec
-    from sparkcdc.sinks.delta.config import DELTA_BATCH_INTERVAL_MS, DELTA_BATCH_ROWS
+    from sparkcdc.sinks.delta.config import (
+        DELTA_BATCH_INTERVAL_MS,
+        DELTA_BATCH_ROWS,
+        DELTA_LOCAL_BATCH_INTERVAL_MS,
+    )
 
-    config = DeltaSinkConfig("/lake")
+    remote = DeltaSinkConfig("s3a://bucket/lake").tune_binlog(BinlogSpec())
+    assert (remote.batch_rows, remote.batch_interval_ms) == (DELTA_BATCH_ROWS, DELTA_BATCH_INTERVAL_MS)
+    config = DeltaSinkConfig("/lake")  # delta-rs writes most batches: a shorter interval
     tuned = config.tune_binlog(BinlogSpec())
-    assert (tuned.batch_rows, tuned.batch_interval_ms) == (DELTA_BATCH_ROWS, DELTA_BATCH_INTERVAL_MS)
+    assert (tuned.batch_rows, tuned.batch_interval_ms) == (DELTA_BATCH_ROWS, DELTA_LOCAL_BATCH_INTERVAL_MS)
     explicit = config.tune_binlog(BinlogSpec.model_validate({"batchRows": 500, "batchIntervalMs": 300}))
     assert (explicit.batch_rows, explicit.batch_interval_ms) == (500, 300)
     one = config.tune_binlog(BinlogSpec.model_validate({"batchIntervalMs": 300}))

@@ -46,7 +46,15 @@ from sparkcdc.sinks.delta.config import CommitMarks
 from sparkcdc.sinks.delta.ledger import rs_table_ledger
 from sparkcdc.sinks.delta.snapshot import snapshot_metadata
 
-__all__ = ["append_batch", "append_split", "local_table_path"]
+__all__ = [
+    "append_batch",
+    "append_split",
+    "local_table_path",
+    "open_table",
+    "refusals",
+    "rows_in_span",
+    "writable_path",
+]
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +77,11 @@ def append_split(path: str, schema: TableSchema, split: SnapshotSplit, rows: pa.
     when the table certainly holds no row of its range; False when Spark must write it."""
     from deltalake import CommitProperties, write_deltalake
 
-    local = _writable(path)
+    local = writable_path(path)
     if local is None:
         return False
-    with _refusals(path):
-        table, target = _opened(local)
+    with refusals(path):
+        table, target = open_table(local)
         order = KeyOrder.for_columns(schema.key_collations())
         if not rs_table_ledger(table, path).empty_in([(split.start, split.end)], order):
             return False
@@ -96,12 +104,12 @@ def append_batch(
     rows (the batch needs a MERGE), None when delta-rs cannot tell (Spark decides)."""
     from deltalake import CommitProperties, Transaction, write_deltalake
 
-    local = _writable(path)
+    local = writable_path(path)
     key = schema.row_key[0]
     if local is None or schema.scope or not pa.types.is_integer(upserts.schema.field(key).type):
         return None
-    with _refusals(path):
-        table, target = _opened(local)
+    with refusals(path):
+        table, target = open_table(local)
         if sorted(target.names) != sorted(upserts.column_names) or any(
             target.field(n).type != upserts.schema.field(n).type for n in target.names
         ):
@@ -109,7 +117,7 @@ def append_batch(
         done = table.transaction_version(marks.app_id)
         if done is not None and done >= marks.version:
             return True
-        if _holds_keys(table, target.field(key), span):
+        if rows_in_span(table, target.field(key), span) != 0:
             return False
         commit = CommitProperties(
             custom_metadata={"userMetadata": marks.user_metadata},
@@ -122,13 +130,13 @@ def append_batch(
     return None
 
 
-def _writable(path: str) -> str | None:
+def writable_path(path: str) -> str | None:
     """The local directory of ``path`` unless it is remote or delta-rs refused the table."""
     local = local_table_path(path)
     return None if local is None or path in _REFUSED else local
 
 
-def _opened(local: str) -> tuple[Any, pa.Schema]:
+def open_table(local: str) -> tuple[Any, pa.Schema]:
     """The table at ``local`` (``deltalake.DeltaTable``) and its columns as Arrow."""
     from deltalake import DeltaTable
 
@@ -136,23 +144,32 @@ def _opened(local: str) -> tuple[Any, pa.Schema]:
     return table, pa.schema(table.schema().to_arrow())
 
 
-def _holds_keys(table: Any, key: pa.Field, span: tuple[Any, Any]) -> bool:
-    """Whether any file's statistics put a value of ``key`` in ``span`` (or it has none)."""
+def rows_in_span(table: Any, key: pa.Field, span: tuple[Any, Any]) -> int | None:
+    """The rows of the files whose statistics put a value of ``key`` in ``span``, the batch's
+    low and high first-key values; None when a file there has no statistics (it may hold any)."""
     name = (key.metadata or {}).get(b"delta.columnMapping.physicalName", key.name.encode()).decode()
     files = pa.table(table.get_add_actions(flatten=True))
     if files.num_rows == 0:
-        return False
+        return 0
     if f"min.{name}" not in files.column_names:
-        return True
+        return None
     low, high = span
-    for least, most in zip(files[f"min.{name}"].to_pylist(), files[f"max.{name}"].to_pylist(), strict=True):
-        if least is None or most is None or (least <= high and most >= low):
-            return True
-    return False
+    rows = 0
+    for least, most, count in zip(
+        files[f"min.{name}"].to_pylist(),
+        files[f"max.{name}"].to_pylist(),
+        files["num_records"].to_pylist(),
+        strict=True,
+    ):
+        if least is None or most is None or count is None:
+            return None
+        if least <= high and most >= low:
+            rows += count
+    return rows
 
 
 @contextlib.contextmanager
-def _refusals(path: str) -> Iterator[None]:
+def refusals(path: str) -> Iterator[None]:
     """Any delta-rs error of the block (a table feature it does not read or write, a commit it
     could not make) leaves the table to Spark for this process (module docstring)."""
     from deltalake.exceptions import DeltaError

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APP_ID",
     "DELTA_BEHIND_BATCH_EVENTS",
+    "DELTA_LOCAL_BATCH_INTERVAL_MS",
     "CommitMarks",
     "DeltaSinkConfig",
     "commit_metadata",
@@ -31,10 +32,14 @@ _META = "sparkcdc"
 _NEEDS_MAPPING = re.compile(r"[ ,;{}()\n\t=]")
 _FILE_BITS = 23
 _POS_BITS = 40
-# A MERGE costs seconds whatever its size (the target's file scan, the rewrite, the commit): the
-# sink asks for fewer, larger binlog batches than the defaults unless the spec sets them.
+# A MERGE by Spark costs seconds whatever its size (the target's file scan, the rewrite, the
+# commit): the sink asks for fewer, larger binlog batches than the defaults unless the spec sets
+# them. On a local path delta-rs appends and merges most batches in a fraction of a second
+# (arrow_append.py, rs_merge.py): a shorter interval keeps the table fresh; while a Spark MERGE
+# runs, the batches waiting are gathered into one anyway (DELTA_BEHIND_BATCH_EVENTS).
 DELTA_BATCH_ROWS = 50_000
 DELTA_BATCH_INTERVAL_MS = 10_000
+DELTA_LOCAL_BATCH_INTERVAL_MS = 1_000
 # When the Go decoder's live path is behind, the batches waiting are merged as one up to this many
 # events (engine/batch_sizing.py): the MERGE's fixed cost is paid once per this many, not per batch.
 DELTA_BEHIND_BATCH_EVENTS = 200_000
@@ -111,7 +116,8 @@ class DeltaSinkConfig:
         if "batch_rows" not in spec.model_fields_set:
             update["batch_rows"] = max(spec.batch_rows, DELTA_BATCH_ROWS)
         if "batch_interval_ms" not in spec.model_fields_set:
-            update["batch_interval_ms"] = max(spec.batch_interval_ms, DELTA_BATCH_INTERVAL_MS)
+            interval = DELTA_LOCAL_BATCH_INTERVAL_MS if self.writes_splits else DELTA_BATCH_INTERVAL_MS
+            update["batch_interval_ms"] = max(spec.batch_interval_ms, interval)
         return spec.model_copy(update=update) if update else spec
 
     def table_path(self, schema: TableSchema) -> str:

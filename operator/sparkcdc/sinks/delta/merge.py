@@ -18,11 +18,13 @@ insert: the batch's upserts are appended instead, with the same marks, in one co
 costs several times an append per row (its join with the target, then the rewrite), and whether
 the span is empty Delta answers from its files' statistics, mostly without reading a file. On the
 local file system delta-rs reads those statistics and appends without a Spark job
-(arrow_append.py).
+(arrow_append.py), and where the files in the span hold few rows it runs the ``MERGE`` itself
+(rs_merge.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,7 @@ from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import TableChanges
 from sparkcdc.sinks.delta.arrow_append import append_batch
 from sparkcdc.sinks.delta.config import APP_ID, CommitMarks, metadata, txn_version
+from sparkcdc.sinks.delta.rs_merge import merge_batch_rs
 from sparkcdc.sinks.delta.session import session_conf
 from sparkcdc.sinks.delta.snapshot import scope_sql
 from sparkcdc.sinks.delta.tables import enable_awaited_deletion_vectors
@@ -68,11 +71,17 @@ class AppendProbes:
 
 
 def merge_batch(
-    spark: Any, schema: TableSchema, path: str, changes: TableChanges, end: BinlogOffset, probe: bool = False
+    session: Callable[[], Any],
+    schema: TableSchema,
+    path: str,
+    changes: TableChanges,
+    end: BinlogOffset,
+    probe: bool = False,
 ) -> bool:
     """One idempotent commit of the batch's last images into the table at ``path``: a ``MERGE``,
     or, when ``probe`` is set, an append where the table holds no row in the batch's key span
-    (module docstring). True when it appended."""
+    (module docstring). True when it appended. ``session`` gives the Spark session, asked for
+    only when delta-rs does not write the batch."""
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -84,6 +93,10 @@ def merge_batch(
             if appended:
                 return True
             probe = False  # the files' statistics say the span holds rows
+    bounds = key_bounds(schema, data)
+    if bounds is not None and merge_batch_rs(path, schema, data, bounds, marks, DELETE_FLAG):
+        return False
+    spark = session()
     enable_awaited_deletion_vectors(spark, path)
     source = spark.createDataFrame(data, schema=_changes_struct(schema))
     if data.num_rows <= _BROADCAST_ROWS:

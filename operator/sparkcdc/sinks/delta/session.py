@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sparkcdc.sinks.base import SinkError
+from sparkcdc.sinks.base import SinkError, start_driver_session
 
 __all__ = ["driver_session", "failing", "session_conf"]
 
@@ -15,10 +15,13 @@ _SESSION_TIME_ZONE = "UTC"
 
 def driver_session(describe: str) -> Any:
     """A session of its own (its settings: idempotent-write marks, commit metadata) on the
-    driver's Spark context, which must have been created with Delta (spark/session.py)."""
+    driver's Spark context, which must have been created with Delta (spark/session.py); started
+    now if the entry point left it for the first use (``start_driver_session``)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    if SparkContext._active_spark_context is None:
+        start_driver_session()
     if SparkContext._active_spark_context is None:
         raise SinkError(f"the {describe} sink writes from the Spark driver; no Spark session is running here")
     base = SparkSession.builder.getOrCreate()

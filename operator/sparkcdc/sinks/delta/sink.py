@@ -22,7 +22,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import ColumnChanges, FrameSink, SinkError, TableChanges
-from sparkcdc.sinks.delta import follow, table_follow, tables
+from sparkcdc.sinks.delta import follow, rs_create, table_follow, tables
 from sparkcdc.sinks.delta.arrow_append import append_split
 from sparkcdc.sinks.delta.config import DELTA_BEHIND_BATCH_EVENTS, DeltaSinkConfig
 from sparkcdc.sinks.delta.merge import AppendProbes, merge_batch
@@ -45,25 +45,35 @@ class DeltaSink(FrameSink):
 
     def __init__(self, config: DeltaSinkConfig) -> None:
         self._config = config
-        self._spark = driver_session(config.describe())
+        self._spark: Any = None  # started on first use: delta-rs may write everything (module docstring)
+        self._lock = threading.Lock()
         self._columns: dict[str, set[str]] = {}
         self._probes = AppendProbes()  # which batches ask whether they may append (merge.py)
 
     @property
     def session(self) -> Any:
-        return self._spark
+        """The sink's Spark session, started (with the driver's, if need be) on first use."""
+        with self._lock:
+            if self._spark is None:
+                self._spark = driver_session(self._config.describe())
+            return self._spark
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:
             path = self._config.table_path(schema)
             with failing(f"preparing the table of {schema.table}", path):
-                self._columns[path] = tables.prepare_table(self._spark, self._config, schema, path)
+                partitions = tables.partition_columns(self._config, schema)
+                properties = self._config.properties(schema, creating=True)
+                if rs_create.create_table(path, schema, partitions, properties):
+                    self._columns[path] = {c.lower() for c in schema.column_names}
+                else:
+                    self._columns[path] = tables.prepare_table(self.session, self._config, schema, path)
 
     def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
         """Follow a source column change (engine/schema_changes.py; tables.evolve_table)."""
         path = self._config.table_path(schema)
         with failing(f"following a schema change of {schema.table}", path):
-            done, columns = tables.evolve_table(self._spark, self._config, schema, changes)
+            done, columns = tables.evolve_table(self.session, self._config, schema, changes)
         self._columns[path] = columns
         return done
 
@@ -71,7 +81,7 @@ class DeltaSink(FrameSink):
         """Follow a source TRUNCATE as one marked DELETE commit (follow.py)."""
         path = self._config.table_path(schema)
         with failing(f"emptying the table of {schema.table} for {statement!r}", path):
-            done = follow.truncate(self._spark, schema, path, offset, statement)
+            done = follow.truncate(self.session, schema, path, offset, statement)
             self._committed(path)
         return done
 
@@ -81,7 +91,7 @@ class DeltaSink(FrameSink):
         """Follow a source table rename by moving its table's directory (table_follow.py)."""
         path = self._config.table_path(old)
         with failing(f"moving the table of {old.table} for {statement!r}", path):
-            return table_follow.rename_table(self._spark, self._config, old, new)
+            return table_follow.rename_table(self.session, self._config, old, new)
 
     def drop_table(self, schema: TableSchema, drop: bool, offset: BinlogOffset, statement: str) -> list[str]:
         """Follow a source table drop: the table stays, or goes with ``drop`` (table_follow.py)."""
@@ -89,7 +99,7 @@ class DeltaSink(FrameSink):
             return []
         path = self._config.table_path(schema)
         with failing(f"removing the table of {schema.table} for {statement!r}", path):
-            return table_follow.drop_table(self._spark, self._config, schema, offset, statement)
+            return table_follow.drop_table(self.session, self._config, schema, offset, statement)
 
     def write_split(
         self, schema: TableSchema, split: SnapshotSplit, data: pa.Table, hw: BinlogOffset
@@ -100,14 +110,15 @@ class DeltaSink(FrameSink):
         with failing(f"writing snapshot split {split.split_id} of {schema.table}", path):
             rows = to_spark_arrow(schema, data)
             if not append_split(path, schema, split, rows):
-                frame = self._spark.createDataFrame(rows, schema=spark_struct(schema))
-                write_wave(self._spark, schema, path, [split], frame)
+                spark = self.session
+                frame = spark.createDataFrame(rows, schema=spark_struct(schema))
+                write_wave(spark, schema, path, [split], frame)
             self._committed(path)
 
     def write_frame(self, schema: TableSchema, splits: Sequence[SnapshotSplit], rows: Any) -> None:
         path = self._config.table_path(schema)
         with failing(f"writing snapshot splits of {schema.table}", path):
-            write_wave(self._spark, schema, path, splits, rows)
+            write_wave(self.session, schema, path, splits, rows)
             self._committed(path)
 
     def apply_changes(self, schema: TableSchema, changes: TableChanges) -> None:
@@ -120,15 +131,17 @@ class DeltaSink(FrameSink):
         with failing(f"merging a binlog batch of {schema.table} up to {end}", path):
             self._ensure_columns(schema, path)
             probe = bool(changes.upserts) and self._probes.due(path)
-            if not merge_batch(self._spark, schema, path, changes, end, probe) and probe:
+            if not merge_batch(lambda: self.session, schema, path, changes, end, probe) and probe:
                 self._probes.held(path)
             self._committed(path)
 
     def _ensure_columns(self, schema: TableSchema, path: str) -> None:
         have = self._columns.get(path)
         if have is None:
-            have = tables.table_columns(self._spark, path)
-        self._columns[path] = tables.ensure_columns(self._spark, self._config, schema, path, have)
+            have = tables.table_columns(self.session, path)
+        if any(c.lower() not in have for c in schema.column_names):
+            have = tables.ensure_columns(self.session, self._config, schema, path, have)
+        self._columns[path] = have
 
     def _committed(self, path: str) -> None:
         """Count the commit; every ``optimizeEveryCommits``-th compacts the table."""
@@ -138,7 +151,7 @@ class DeltaSink(FrameSink):
         if every and count % every == 0:
             from delta.tables import DeltaTable
 
-            DeltaTable.forPath(self._spark, path).optimize().executeCompaction()
+            DeltaTable.forPath(self.session, path).optimize().executeCompaction()
             log.info("optimized %s after %d commits", path, count)
 
     def close(self) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "enable_awaited_deletion_vectors",
     "ensure_columns",
     "evolve_table",
+    "partition_columns",
     "prepare_table",
     "table_columns",
 ]
@@ -54,10 +55,8 @@ def table_columns(spark: Any, path: str) -> set[str]:
     return {f.name.lower() for f in DeltaTable.forPath(spark, path).toDF().schema.fields}
 
 
-def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path: str) -> set[str]:
-    """Create the table, or check and update an existing one; returns its columns (lower case)."""
-    from delta.tables import DeltaTable
-
+def partition_columns(config: DeltaSinkConfig, schema: TableSchema) -> tuple[str, ...]:
+    """The table's configured partition columns, which the source table must have."""
     partitions = config.partition_columns(schema.table)
     unknown = [c for c in partitions if c not in schema.column_names]
     if unknown:
@@ -65,8 +64,15 @@ def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path
             f"spec.sink.partitionBy[{schema.table}] names {unknown}, which {schema.table} does not have; "
             f"its columns are {list(schema.column_names)}"
         )
-    if rs_create.create_table(path, schema, partitions, config.properties(schema, creating=True)):
-        return {c.lower() for c in schema.column_names}
+    return partitions
+
+
+def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path: str) -> set[str]:
+    """Create the table with Spark, or check and update an existing one; returns its columns
+    (lower case). (A new table on a local path is delta-rs' to create first: rs_create.py.)"""
+    from delta.tables import DeltaTable
+
+    partitions = partition_columns(config, schema)
     if not DeltaTable.isDeltaTable(spark, path):
         clear_unfinished_log(spark, path)
         builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(spark_struct(schema))
