@@ -13,9 +13,16 @@ from deltalake import DeltaTable
 from sparkcdc.core.tables import TableId
 from sparkcdc.mysql.columns import Column
 from sparkcdc.mysql.schema import TableSchema
+from sparkcdc.sinks.base import SinkError
 from sparkcdc.sinks.delta import DeltaSinkConfig
 from sparkcdc.sinks.delta.ledger import Ledger
-from sparkcdc.sinks.delta.rs_create import DELETION_VECTORS, awaits_deletion_vectors, create_table
+from sparkcdc.sinks.delta.rs_create import (
+    DELETION_VECTORS,
+    awaits_deletion_vectors,
+    create_table,
+    table_state,
+)
+from sparkcdc.sinks.delta.tables import prepared_without_spark
 from sparkcdc.sinks.spark_types import spark_struct
 
 pytestmark = pytest.mark.unit
@@ -98,3 +105,19 @@ def test_a_cut_off_creation_is_left_to_spark(tmp_path: Path) -> None:
     """A ``_delta_log`` without commits (a driver killed mid-creation) is cleared by tables.py."""
     (tmp_path / "t" / "_delta_log").mkdir(parents=True)
     assert not _create(tmp_path / "t", _schema(ID), DeltaSinkConfig(str(tmp_path)))
+
+
+def test_an_existing_table_is_prepared_without_spark_unless_a_property_is_missing(tmp_path: Path) -> None:
+    schema = _schema(ID, PART)
+    config = DeltaSinkConfig(str(tmp_path), partition_by=(("db.t", ("part",)),))
+    path = config.table_path(schema)
+    assert prepared_without_spark(config, schema, path) == {"id", "part"}  # created
+    state = table_state(path)
+    assert state is not None and state.partitions == ("part",) and state.columns == {"id", "part"}
+    assert prepared_without_spark(config, schema, path) == {"id", "part"}  # read: nothing to set
+    with_feed = DeltaSinkConfig(str(tmp_path), partition_by=config.partition_by, change_data_feed=True)
+    assert prepared_without_spark(with_feed, schema, path) is None  # Spark sets the property
+    other = DeltaSinkConfig(str(tmp_path), partition_by=(("db.t", ("id",)),))
+    with pytest.raises(SinkError, match="partitioned by"):
+        prepared_without_spark(other, schema, path)
+    assert table_state(str(tmp_path / "none")) is None

@@ -15,6 +15,9 @@ true}}``), and before the first ``MERGE`` into it Spark sets the property, which
 protocol as a Spark-created table's is (``enable_awaited_deletion_vectors``). Snapshot appends do
 not need them: only a ``MERGE`` or ``DELETE`` marks rows.
 
+An existing local table is read by delta-rs too (``table_state``): a pipeline that restarts
+needs Spark only if the table lacks a configured property (tables.py ``prepared_without_spark``).
+
 Only the plain case goes this way: a local path where no table (and no log) is yet, and no table
 property but change data feed and the default deletion vectors (on). Anything else — configured
 ``tableProperties``, column mapping, an object store, a delta-rs error — is created by Spark as
@@ -27,15 +30,18 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.delta.arrow_append import local_table_path
 from sparkcdc.sinks.delta.config import commit_metadata, metadata
 from sparkcdc.sinks.spark_types import spark_struct
 
-__all__ = ["DELETION_VECTORS", "awaits_deletion_vectors", "create_table"]
+__all__ = ["DELETION_VECTORS", "TableState", "awaits_deletion_vectors", "create_table", "table_state"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +86,35 @@ def create_table(
     with _LOCK:
         _SETTLED.discard(path)
     return True
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What preparing an existing table checks: its partition columns, properties, columns."""
+
+    partitions: tuple[str, ...]
+    properties: dict[str, str]
+    columns: set[str]  # lower case
+
+
+def table_state(path: str) -> TableState | None:
+    """The state of the local table at ``path`` read by delta-rs; None when it is not a local
+    table delta-rs reads (none yet, a creation cut off, a protocol it refuses)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    local = local_table_path(path)
+    if local is None or not (Path(local) / "_delta_log").is_dir():
+        return None
+    try:
+        table = DeltaTable(local)
+        meta = table.metadata()
+        fields = pa.schema(table.schema().to_arrow())
+    except DeltaError:
+        return None
+    return TableState(
+        tuple(meta.partition_columns), dict(meta.configuration), {n.lower() for n in fields.names}
+    )
 
 
 def awaits_deletion_vectors(path: str) -> bool:

@@ -22,7 +22,7 @@ from sparkcdc.core.offsets import BinlogOffset
 from sparkcdc.core.splits import SnapshotSplit
 from sparkcdc.mysql.schema import TableSchema
 from sparkcdc.sinks.base import ColumnChanges, FrameSink, SinkError, TableChanges
-from sparkcdc.sinks.delta import follow, rs_create, table_follow, tables
+from sparkcdc.sinks.delta import follow, table_follow, tables
 from sparkcdc.sinks.delta.arrow_append import append_split
 from sparkcdc.sinks.delta.config import DELTA_BEHIND_BATCH_EVENTS, DeltaSinkConfig
 from sparkcdc.sinks.delta.merge import AppendProbes, merge_batch
@@ -62,12 +62,10 @@ class DeltaSink(FrameSink):
         for schema in schemas:
             path = self._config.table_path(schema)
             with failing(f"preparing the table of {schema.table}", path):
-                partitions = tables.partition_columns(self._config, schema)
-                properties = self._config.properties(schema, creating=True)
-                if rs_create.create_table(path, schema, partitions, properties):
-                    self._columns[path] = {c.lower() for c in schema.column_names}
-                else:
-                    self._columns[path] = tables.prepare_table(self.session, self._config, schema, path)
+                columns = tables.prepared_without_spark(self._config, schema, path)
+                if columns is None:
+                    columns = tables.prepare_table(self.session, self._config, schema, path)
+                self._columns[path] = columns
 
     def evolve_table(self, schema: TableSchema, changes: ColumnChanges) -> list[str]:
         """Follow a source column change (engine/schema_changes.py; tables.evolve_table)."""

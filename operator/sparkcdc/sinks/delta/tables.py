@@ -38,6 +38,8 @@ __all__ = [
     "evolve_table",
     "partition_columns",
     "prepare_table",
+    "prepared_without_spark",
+    "properties_to_set",
     "table_columns",
 ]
 
@@ -85,20 +87,44 @@ def prepare_table(spark: Any, config: DeltaSinkConfig, schema: TableSchema, path
     table = DeltaTable.forPath(spark, path)
     detail = table.detail().select("partitionColumns", "properties").collect()[0]
     existing = list(detail["partitionColumns"] or [])
-    if partitions and [c.lower() for c in existing] != [c.lower() for c in partitions]:
-        raise SinkError(
-            f"the Delta table {path} of {schema.table} is partitioned by {existing}, but "
-            f"spec.sink.partitionBy asks for {list(partitions)}; Delta cannot repartition a table in "
-            "place — write to a new path"
-        )
-    current = dict(detail["properties"] or {})
-    changed = {k: v for k, v in config.properties(schema).items() if current.get(k) != v}
+    changed = properties_to_set(config, schema, path, existing, dict(detail["properties"] or {}))
     if changed:
         set_properties(spark, path, changed)
     # Columns the source has and the table lacks are not added here: when streaming resumes
     # before an ADD COLUMN, the binlog brings the statement and evolve_table adds the column
     # with its default for existing rows. Writes add what they need (ensure_columns).
     return {f.name.lower() for f in table.toDF().schema.fields}
+
+
+def properties_to_set(
+    config: DeltaSinkConfig,
+    schema: TableSchema,
+    path: str,
+    existing: Sequence[str],
+    current: Mapping[str, str],
+) -> dict[str, str]:
+    """The configured properties an existing table (partitioned by ``existing``, with properties
+    ``current``) lacks; refused when its partitioning is not the configured one."""
+    partitions = partition_columns(config, schema)
+    if partitions and [c.lower() for c in existing] != [c.lower() for c in partitions]:
+        raise SinkError(
+            f"the Delta table {path} of {schema.table} is partitioned by {list(existing)}, but "
+            f"spec.sink.partitionBy asks for {list(partitions)}; Delta cannot repartition a table in "
+            "place — write to a new path"
+        )
+    return {k: v for k, v in config.properties(schema).items() if current.get(k) != v}
+
+
+def prepared_without_spark(config: DeltaSinkConfig, schema: TableSchema, path: str) -> set[str] | None:
+    """``prepare_table`` by delta-rs, no JVM: a new local table created (rs_create.py), or an
+    existing one read that needs no property set; its columns (lower case). None: Spark's."""
+    partitions = partition_columns(config, schema)
+    if rs_create.create_table(path, schema, partitions, config.properties(schema, creating=True)):
+        return {c.lower() for c in schema.column_names}
+    state = rs_create.table_state(path)
+    if state is None or properties_to_set(config, schema, path, state.partitions, state.properties):
+        return None
+    return state.columns
 
 
 def clear_unfinished_log(spark: Any, path: str) -> None:
