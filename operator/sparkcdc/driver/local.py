@@ -146,6 +146,7 @@ def run_local(
                     thread.join(timeout=30)
                 raise
     finally:
+        start_driver_session_with(None)
         spark.stop()
     if errors:
         raise errors[0]

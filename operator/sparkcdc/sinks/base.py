@@ -199,9 +199,10 @@ class FrameSink(Sink, Protocol):
 _DRIVER_SESSION: list[Callable[[], Any]] = []
 
 
-def start_driver_session_with(start: Callable[[], Any]) -> None:
-    """Let ``FrameSink``s start this process's Spark session with ``start`` when they need it."""
-    _DRIVER_SESSION[:] = [start]
+def start_driver_session_with(start: Callable[[], Any] | None) -> None:
+    """Let ``FrameSink``s start this process's Spark session with ``start`` when they need it
+    (None: no longer, e.g. once the run that gave it is over)."""
+    _DRIVER_SESSION[:] = [] if start is None else [start]
 
 
 def start_driver_session() -> None:

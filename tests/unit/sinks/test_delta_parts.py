@@ -294,3 +294,23 @@ def test_only_local_tables_take_splits_from_the_driver_threads() -> None:
         assert local_table_path(remote) is None, remote
     assert writes_splits(DeltaSinkConfig("/lake")) and writes_splits(DeltaSinkConfig("file:///lake"))
     assert not writes_splits(DeltaSinkConfig("s3a://lake"))
+
+
+def test_the_delta_sink_starts_spark_only_when_it_first_needs_it() -> None:
+    """No Spark at ``open`` (delta-rs may write everything); the session the entry point gave is
+    started by the first use, and a sink finding none running says so."""
+    from sparkcdc.sinks.base import start_driver_session_with
+
+    starts: list[int] = []
+    start_driver_session_with(lambda: starts.append(1))
+    try:
+        sink = DeltaSinkConfig("/lake").open()
+        assert starts == []
+        with pytest.raises(SinkError, match="no Spark session is running"):
+            _ = sink.session  # this starter starts nothing
+        assert starts == [1]
+    finally:
+        start_driver_session_with(None)
+    with pytest.raises(SinkError, match="no Spark session is running"):
+        _ = DeltaSinkConfig("/lake").open().session
+    assert starts == [1]
