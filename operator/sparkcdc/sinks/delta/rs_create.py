@@ -11,9 +11,9 @@ Deletion vectors come later. delta-rs 1.6 adds the ``variantType`` reader featur
 creates with ``delta.enableDeletionVectors`` (or sets it on), which readers without variant
 support refuse. A table delta-rs creates therefore starts without them; its creation commit's
 ``userMetadata`` says they are wanted (``{"sparkcdc": {"phase": "create", "deletionVectors":
-true}}``), and before the first ``MERGE`` into it Spark sets the property, which upgrades the
-protocol as a Spark-created table's is (``enable_awaited_deletion_vectors``). Snapshot appends do
-not need them: only a ``MERGE`` or ``DELETE`` marks rows.
+true}}``), and before Spark's first ``MERGE`` into it Spark sets the property, which upgrades the
+protocol as a Spark-created table's is (``enable_awaited_deletion_vectors``). Appends and
+delta-rs' own MERGEs (rs_merge.py) do not need them: only Spark marks rows with them.
 
 An existing local table is read by delta-rs too (``table_state``): a pipeline that restarts
 needs Spark only if the table lacks a configured property (tables.py ``prepared_without_spark``).
