@@ -296,10 +296,15 @@ def test_only_local_tables_take_splits_from_the_driver_threads() -> None:
     assert not writes_splits(DeltaSinkConfig("s3a://lake"))
 
 
-def test_the_delta_sink_starts_spark_only_when_it_first_needs_it() -> None:
+def test_the_delta_sink_starts_spark_only_when_it_first_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """No Spark at ``open`` (delta-rs may write everything); the session the entry point gave is
     started by the first use, and a sink finding none running says so."""
+    from pyspark import SparkContext
+
     from sparkcdc.sinks.base import start_driver_session_with
+
+    # As in a fresh driver process, whatever this test process started before.
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
 
     starts: list[int] = []
     start_driver_session_with(lambda: starts.append(1))
